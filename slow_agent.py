@@ -1,0 +1,405 @@
+"""The slow agent of RL-GPT: plans which sub-actions are code and which are RL, and criticises results.
+
+The slow loop of the paper: `plan()` splits a task into sub-actions (each marked "code" for the fast
+agent to write, or "rl" to be left to PPO) plus a small RL configuration; after training,
+`critique()` reads the real statistics of every code action and says what to change; the next
+`plan()` gets that feedback with the previous plan. Replies are JSON checked by a schema and then by
+`Plan.from_dict`; every rejection goes back to the model with the exact error, a few times at most.
+
+With `llm=None` the agent is the hand-written library backend: the plan is `skills.reference_plan`
+and the critic is a small rule-based one. Nothing there is LLM output, and it says so.
+
+    python slow_agent.py --task collect_diamond      # print the planner's prompt, exactly as sent
+    python skills.py --task collect_diamond          # the hand-written reference plan of that task
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from dataclasses import asdict, dataclass, field
+
+import skills
+from env import ACTIONS, ITEMS, CodeAction, Task, api_doc, get_task
+from llm import LLMReplyError
+
+# ----------------------------------------------------------------------------------------------
+# Prompt templates: exactly what the model sees.
+
+PLAN_SYSTEM = """You are the slow agent of RL-GPT, planning for the game Crafter. You split a task into \
+sub-actions and decide for each whether it is written as code ("code") or learned by reinforcement \
+learning ("rl"). Code suits a clear procedure over the API (walk to a visible target and act on it, \
+craft, place, repeat an action); RL suits trial and error and reacting to what is seen (exploring, \
+fighting, surviving). Each code sub-action becomes one extra action the RL agent may choose; it \
+always keeps the base actions too."""
+
+PLAN_PROMPT = """Task `{task}`: {description}
+Prerequisite chain (achievements normally needed first, in order): {chain}
+
+Primitive API that code sub-actions are written against:
+{api_doc}
+
+Base actions of the RL agent: {actions}
+
+Reply with JSON:
+- "subtasks": {subtasks_rule}
+- "subactions": 1 to {max_subactions} items {{"name": unique snake_case name, "how": "code" or "rl", \
+"spec": one paragraph saying what it must do and when it has succeeded, "reason": why code or rl}}.
+- "rl_config": only from this menu: "shaping": {{inventory item: reward per unit gained, {lo} to {hi}}} \
+with items from {items}; "mask_actions": base actions the RL agent never needs for this task."""
+
+SUBTASKS_LONG = ("this task has a long prerequisite chain, so first list the chain of sub-tasks that "
+                 "reaches it, in order, ending with the task itself; then give sub-actions that serve them.")
+SUBTASKS_SHORT = "[] (the task is short enough to plan directly)."
+
+REPLAN_PROMPT = """
+
+Your previous plan was trained with RL. The plan:
+{previous}
+The critic's feedback:
+{feedback}
+Revise the plan: follow the critic's moves between code and rl unless you have a good reason not to, \
+and keep the names of sub-actions that stay."""
+
+CRITIC_SYSTEM = """You are the critic of RL-GPT. After a round of RL training with code actions in the \
+game Crafter, you read the statistics and explain what went wrong, so the planner can re-plan and the \
+code writer can fix its code."""
+
+CRITIC_PROMPT = """Task `{task}`: {description}
+
+The plan that was trained:
+{plan}
+
+Statistics after iteration {iteration} ({env_steps} environment steps):
+- success rate: {success_rate}; trend over training: {trend}
+- mean episode length: {episode_length} steps
+Code actions (times chosen by the RL agent, share of all its choices, how often the code returned \
+True, mean primitive steps per call, most common errors):
+{code_actions}{frames_note}
+
+Reply with JSON: "summary": what went wrong and why, in a few sentences; "to_code": names of rl \
+sub-actions that should become code; "to_rl": names of code sub-actions better left to RL; "fixes": \
+{{code sub-action name: how to fix its code}}."""
+
+FRAMES_NOTE = "\n{n} frames from failed episodes are attached, in order."
+
+REPAIR_PROMPT = "Your reply was rejected: {error}\nReply again with only the whole corrected JSON."
+
+# ----------------------------------------------------------------------------------------------
+# The safe menu and the reply schemas.
+
+LONG_CHAIN = 3  # tasks with at least this many prerequisites get the task planner's sub-task chain
+MAX_SUBACTIONS = 16  # each code sub-action widens the RL action space (the whole tech tree needs 15)
+SHAPING_RANGE = (0.0, 1.0)  # never worth more than the task's own success reward of 1
+NAME_RE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
+
+PLAN_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "subtasks": {"type": "array", "items": {"type": "string"}},
+        "subactions": {"type": "array", "minItems": 1, "items": {
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "how": {"type": "string", "enum": ["code", "rl"]},
+                           "spec": {"type": "string"}, "reason": {"type": "string"}},
+            "required": ["name", "how", "spec", "reason"]}},
+        "rl_config": {"type": "object", "properties": {
+            "shaping": {"type": "object", "additionalProperties": {"type": "number"}},
+            "mask_actions": {"type": "array", "items": {"type": "string"}}}},
+    },
+    "required": ["subtasks", "subactions", "rl_config"],
+}
+
+FEEDBACK_SCHEMA = {
+    "type": "object",
+    "properties": {"summary": {"type": "string"},
+                   "to_code": {"type": "array", "items": {"type": "string"}},
+                   "to_rl": {"type": "array", "items": {"type": "string"}},
+                   "fixes": {"type": "object", "additionalProperties": {"type": "string"}}},
+    "required": ["summary", "to_code", "to_rl", "fixes"],
+}
+
+
+class AgentError(Exception):
+    """The model kept replying with something unusable after every repair; the message says what."""
+
+
+@dataclass
+class SubAction:
+    name: str  # snake_case; a code sub-action's code action (and function) gets this name
+    how: str  # "code" (the fast agent writes it) or "rl" (left to PPO)
+    spec: str  # what it must do, for the code writer
+    reason: str = ""  # why code or RL
+
+
+@dataclass
+class Plan:
+    """What the slow agent decided for one iteration; train.py saves it with the run."""
+
+    task: str
+    subtasks: list[str]  # the task planner's chain for long tasks, else empty
+    subactions: list[SubAction]
+    rl_config: dict = field(default_factory=lambda: {"shaping": {}, "mask_actions": []})
+
+    @property
+    def code_subactions(self) -> list[SubAction]:
+        return [s for s in self.subactions if s.how == "code"]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Plan:
+        """Build and validate a plan; ValueError lists every problem, worded for the model to fix."""
+        rl = d.get("rl_config") or {}
+        plan = cls(task=str(d.get("task", "")), subtasks=[str(s) for s in d.get("subtasks", [])],
+                   subactions=[SubAction(**{k: s.get(k, "") for k in ("name", "how", "spec", "reason")})
+                               for s in d.get("subactions", [])],
+                   rl_config={"shaping": dict(rl.get("shaping", {})),
+                              "mask_actions": list(rl.get("mask_actions", []))})
+        problems = _plan_problems(plan) + [f"rl_config.{k} is not on the menu (only shaping, mask_actions)"
+                                           for k in rl if k not in ("shaping", "mask_actions")]
+        if problems:
+            raise ValueError("; ".join(problems))
+        return plan
+
+
+def _plan_problems(plan: Plan) -> list[str]:
+    """Everything wrong with a plan: names, `how`, and the RL menu (only known items and actions)."""
+    out = []
+    names = [s.name for s in plan.subactions]
+    if not 1 <= len(names) <= MAX_SUBACTIONS:
+        out.append(f"give 1 to {MAX_SUBACTIONS} sub-actions, not {len(names)}")
+    for s in plan.subactions:
+        if not isinstance(s.name, str) or not NAME_RE.match(s.name):
+            out.append(f"sub-action name {s.name!r} is not snake_case")
+        if s.how not in ("code", "rl"):
+            out.append(f"sub-action {s.name!r} has how={s.how!r}; it must be \"code\" or \"rl\"")
+        if not str(s.spec).strip():
+            out.append(f"sub-action {s.name!r} has an empty spec")
+    dups = sorted({n for n in names if names.count(n) > 1})
+    if dups:
+        out.append(f"duplicate sub-action names {dups}; names must be unique")
+    lo, hi = SHAPING_RANGE
+    for item, w in plan.rl_config["shaping"].items():
+        if item not in ITEMS:
+            out.append(f"rl_config.shaping: {item!r} is not an inventory item; choose from {ITEMS}")
+        elif isinstance(w, bool) or not isinstance(w, int | float) or not lo <= w <= hi:
+            out.append(f"rl_config.shaping[{item!r}] = {w!r} must be a number from {lo} to {hi}")
+    mask = plan.rl_config["mask_actions"]
+    out += [f"rl_config.mask_actions: {a!r} is not a base action" for a in mask if a not in ACTIONS]
+    if len(set(mask)) >= len(ACTIONS):
+        out.append("rl_config.mask_actions may not mask every base action")
+    return out
+
+
+@dataclass
+class Feedback:
+    summary: str  # what went wrong and why
+    to_code: list[str]  # rl sub-actions that should become code
+    to_rl: list[str]  # code sub-actions better left to RL
+    fixes: dict[str, str]  # code sub-action name -> how to fix its code (given to the fast agent)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Feedback:
+        return cls(str(d.get("summary", "")), list(d.get("to_code", [])), list(d.get("to_rl", [])),
+                   dict(d.get("fixes", {})))
+
+
+# ----------------------------------------------------------------------------------------------
+# The agent.
+
+LOW_SUCCESS = 0.5  # rule-based critic: a code action returning True less often than this needs a fix
+MIN_CALLS = 10  # rule-based critic: fewer calls than this say too little about a success rate
+
+
+class SlowAgent:
+    """Planner and critic. `llm` is an LLMClient/ReplayClient, or None for the hand-written library."""
+
+    def __init__(self, llm=None, *, max_repairs: int = 2):
+        self.llm, self.max_repairs = llm, max_repairs
+
+    def plan(self, task: Task, env_doc: str, feedback: Feedback | None = None,
+             previous: Plan | None = None) -> Plan:
+        """A validated plan; from the second iteration on, `feedback` and `previous` revise it."""
+        if self.llm is None:
+            return self._library_plan(task, feedback, previous)
+
+        def parse(data: dict) -> Plan:
+            plan = Plan.from_dict({**data, "task": task.name})
+            if len(task.prerequisites) >= LONG_CHAIN and not plan.subtasks:
+                raise ValueError(f"`{task.name}` has a long prerequisite chain: list the chain of "
+                                 "sub-tasks in \"subtasks\" first")
+            return plan
+
+        messages = plan_messages(task, env_doc, feedback, previous)
+        return self._ask(messages, PLAN_SCHEMA, parse, "plan", max_tokens=2048)
+
+    def critique(self, plan: Plan, code_actions: list[CodeAction], stats: dict,
+                 frames: list[bytes] | None = None) -> Feedback:
+        """What went wrong in the last RL round; frames are only sent to a vision-capable model."""
+        if self.llm is None:
+            return rule_based_critique(plan, code_actions, stats)
+        task = get_task(plan.task)
+        frames = list(frames or []) if getattr(self.llm, "vision", False) else []
+        text = CRITIC_PROMPT.format(
+            task=task.name, description=task.description, plan=_plan_text(plan),
+            iteration=stats.get("iteration", "?"), env_steps=stats.get("env_steps", "?"),
+            success_rate=_num(stats.get("success_rate", 0.0)),
+            trend=", ".join(_num(x) for x in stats.get("success_trend", [])) or "not measured",
+            episode_length=_num(stats.get("mean_episode_length", 0.0)),
+            code_actions=_code_action_lines(plan, code_actions, stats),
+            frames_note=FRAMES_NOTE.format(n=len(frames)) if frames else "")
+        names = {s.name for s in plan.subactions}
+
+        def parse(data: dict) -> Feedback:
+            fb = Feedback.from_dict(data)
+            sub = lambda n: _sub_of(n, names)  # the model may name a code version, e.g. chop_tree_v2
+            unknown = sorted(n for n in set(fb.to_code) | set(fb.to_rl) | set(fb.fixes) if sub(n) is None)
+            if unknown:
+                raise ValueError(f"unknown sub-action names {unknown}; the plan has {sorted(names)}")
+            fb = Feedback(fb.summary, [sub(n) for n in fb.to_code], [sub(n) for n in fb.to_rl],
+                          {sub(n): text for n, text in fb.fixes.items()})
+            both = sorted(set(fb.to_code) & set(fb.to_rl))
+            if both:
+                raise ValueError(f"{both} are in both to_code and to_rl")
+            return fb
+
+        messages = [{"role": "system", "content": CRITIC_SYSTEM}, {"role": "user", "content": text}]
+        return self._ask(messages, FEEDBACK_SCHEMA, parse, "critique", images=frames or None)
+
+    def _ask(self, messages: list[dict], schema: dict, parse, what: str, **chat_args):
+        """Ask for JSON until `parse` accepts it, feeding each rejection back with its exact error.
+
+        Transport failures (LLMError) are not the model's fault and propagate unchanged."""
+        messages = list(messages)
+        for _ in range(self.max_repairs + 1):
+            try:
+                reply = self.llm.chat(messages, json_schema=schema, **chat_args)
+                return parse(reply.data)
+            except LLMReplyError as e:  # not JSON or off the schema: the client checked it
+                error, bad = str(e), e.text
+            except ValueError as e:  # on the schema but not a valid plan or feedback
+                error, bad = str(e), reply.text
+            if bad:
+                messages.append({"role": "assistant", "content": bad})
+            messages.append({"role": "user", "content": REPAIR_PROMPT.format(error=error)})
+        raise AgentError(f"the slow agent's {what} was still invalid after {self.max_repairs} "
+                         f"repair(s); last error: {error}")
+
+    def _library_plan(self, task: Task, feedback: Feedback | None, previous: Plan | None) -> Plan:
+        """The hand-written reference plan; a re-plan applies the critic's code/RL moves to it."""
+        try:
+            plan = Plan.from_dict({**skills.reference_plan(task.name), "task": task.name})
+        except ValueError as e:
+            raise AgentError(f"the hand-written reference plan of {task.name!r} is invalid: {e}") from e
+        if feedback is None:
+            return plan
+        plan = Plan.from_dict((previous or plan).to_dict())
+        for s in plan.subactions:
+            s.how = "code" if s.name in feedback.to_code else "rl" if s.name in feedback.to_rl else s.how
+        return plan
+
+
+def plan_messages(task: Task, env_doc: str, feedback: Feedback | None = None,
+                  previous: Plan | None = None) -> list[dict]:
+    """The planner's prompt, filled in; `python slow_agent.py --task T` prints it."""
+    text = PLAN_PROMPT.format(
+        task=task.name, description=task.description, chain=" -> ".join(task.prerequisites) or "none",
+        api_doc=env_doc, actions=", ".join(ACTIONS), max_subactions=MAX_SUBACTIONS,
+        subtasks_rule=SUBTASKS_LONG if len(task.prerequisites) >= LONG_CHAIN else SUBTASKS_SHORT,
+        lo=SHAPING_RANGE[0], hi=SHAPING_RANGE[1], items=", ".join(ITEMS))
+    if feedback is not None:
+        text += REPLAN_PROMPT.format(previous=_plan_text(previous) if previous else "(not kept)",
+                                     feedback=json.dumps(feedback.to_dict(), indent=1))
+    return [{"role": "system", "content": PLAN_SYSTEM}, {"role": "user", "content": text}]
+
+
+def rule_based_critique(plan: Plan, code_actions: list[CodeAction], stats: dict) -> Feedback:
+    """The library backend's critic: a few hand-written rules over the same statistics an LLM sees."""
+    active, per_action = _active(plan, code_actions), stats.get("code_actions", {})
+    notes, to_rl, fixes = [], [], {}
+    for s in plan.code_subactions:
+        if s.name not in active:
+            notes.append(f"{s.name} had no accepted code and ran as RL")
+            to_rl.append(s.name)
+            continue
+        st = per_action.get(active[s.name].name) or {}
+        if not st.get("chosen"):
+            notes.append(f"{s.name} was never chosen by the RL agent")
+        elif st["chosen"] >= MIN_CALLS and st.get("success_rate", 0.0) < LOW_SUCCESS:
+            errors = st.get("errors") or []
+            fixes[s.name] = (f"returned True in only {_num(st['success_rate'])} of {st['chosen']} calls "
+                             f"(mean {_num(st.get('mean_steps', 0.0))} steps)"
+                             + (f"; most common error: {errors[0][0]}" if errors else "")
+                             + ". Act only when the target is visible and stop within the step budget.")
+            notes.append(f"{s.name} often fails")
+    trend = stats.get("success_trend") or []
+    direction = "not measured"
+    if len(trend) >= 2:
+        direction = "rising" if trend[-1] > trend[0] else "falling" if trend[-1] < trend[0] else "flat"
+    summary = (f"[hand-written rule-based critic, not an LLM] success rate "
+               f"{_num(stats.get('success_rate', 0.0))}, trend {direction}. "
+               + ("; ".join(notes) + "." if notes else "No code action stood out."))
+    return Feedback(summary, [], to_rl, fixes)
+
+
+def _num(x) -> str:
+    """Numbers as the critic reads them: short, and the same digits a test or a log shows."""
+    return str(round(float(x), 3))
+
+
+def _plan_text(plan: Plan) -> str:
+    lines = [f"sub-tasks: {' -> '.join(plan.subtasks)}"] if plan.subtasks else []
+    lines += [f"- {s.name} ({s.how}): {s.spec}" for s in plan.subactions]
+    lines.append(f"rl_config: {json.dumps(plan.rl_config)}")
+    return "\n".join(lines)
+
+
+def _sub_of(action_name: str, names: set[str]) -> str | None:
+    """The sub-action a code action serves: train.py names rewritten code `<sub>_v2`, `<sub>_v3`, ..."""
+    m = re.fullmatch(r"(.+)_v\d+", action_name)
+    return action_name if action_name in names else m.group(1) if m and m.group(1) in names else None
+
+
+def _active(plan: Plan, code_actions: list[CodeAction]) -> dict[str, CodeAction]:
+    """Code sub-action name -> the code action now serving it."""
+    names = {s.name for s in plan.code_subactions}
+    return {_sub_of(a.name, names): a for a in code_actions if _sub_of(a.name, names)}
+
+
+def _code_action_lines(plan: Plan, code_actions: list[CodeAction], stats: dict) -> str:
+    """One line per code sub-action with its real statistics; rejected code is said to have run as RL."""
+    active, per_action = _active(plan, code_actions), stats.get("code_actions", {})
+    lines = []
+    for name in [s.name for s in plan.code_subactions]:
+        if name not in active:
+            lines.append(f"- {name}: no code was accepted for it, so it was left to RL")
+            continue
+        st = per_action.get(active[name].name) or {}  # train.py lists only code actions chosen at least once
+        errors = "; ".join(f"{msg!r} x{n}" for msg, n in st.get("errors", [])[:3]) or "none"
+        lines.append(f"- {name}: chosen {st.get('chosen', 0)} times, share {_num(st.get('share', 0.0))}, "
+                     f"success {_num(st.get('success_rate', 0.0))}, "
+                     f"{_num(st.get('mean_steps', 0.0))} primitive steps per call; errors: {errors}")
+    return "\n".join(lines) or "(none)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--task", default="collect_wood")
+    args = parser.parse_args(argv)
+    try:
+        task = get_task(args.task)
+    except ValueError as e:
+        parser.error(str(e))
+    for m in plan_messages(task, api_doc()):
+        print(f"----- {m['role']} -----\n{m['content']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

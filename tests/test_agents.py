@@ -1,0 +1,302 @@
+"""The slow and fast agents driven through a scripted HTTP LLM server, and their library backends.
+
+    python -m pytest -q tests/test_agents.py
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import skills
+from env import TASKS, CodeAction, api_doc, get_task
+from fast_agent import FastAgent, extract_code
+from llm import LLMClient
+from slow_agent import (
+    LONG_CHAIN,
+    SUBTASKS_LONG,
+    SUBTASKS_SHORT,
+    AgentError,
+    Feedback,
+    Plan,
+    SlowAgent,
+    SubAction,
+    rule_based_critique,
+)
+from tests.fake_llm import FakeLLMServer, http_error
+
+DOC = api_doc()
+
+
+def client(srv: FakeLLMServer, vision: bool = False) -> LLMClient:
+    return LLMClient(srv.url, "fake", max_retries=0, vision=vision, sleep=lambda s: None)
+
+
+def text_of(request) -> str:
+    """Every text part of every message of one request, images left out."""
+    out = []
+    for m in request.json["messages"]:
+        content = m["content"]
+        parts = [content] if isinstance(content, str) else [p.get("text", "") for p in content]
+        out += parts
+    return "\n".join(out)
+
+
+def images_of(request) -> list[str]:
+    return [p["image_url"]["url"] for m in request.json["messages"] if isinstance(m["content"], list)
+            for p in m["content"] if p.get("type") == "image_url"]
+
+
+def plan_json(**changes) -> str:
+    plan = {"subtasks": [],
+            "subactions": [{"name": "find_tree", "how": "rl", "spec": "Walk until a tree is visible.",
+                            "reason": "exploring needs trial and error"},
+                           {"name": "chop_tree", "how": "code", "spec": "Walk to the tree and chop it.",
+                            "reason": "a clear procedure"}],
+            "rl_config": {"shaping": {"wood": 0.5}, "mask_actions": ["place_stone"]}}
+    plan.update(changes)
+    return json.dumps(plan)
+
+
+# ----------------------------------------------------------------------------------------------
+# Slow agent: planning and repairs.
+
+
+def test_plan_with_schema_error_is_repaired_after_the_error_is_fed_back():
+    bad = json.dumps({"subtasks": [], "rl_config": {}})  # no "subactions"
+    with FakeLLMServer([bad, plan_json()]) as srv:
+        plan = SlowAgent(client(srv)).plan(get_task("collect_wood"), DOC)
+    assert len(srv.requests) == 2
+    error = "'subactions' is a required property"
+    assert error not in text_of(srv.requests[0])
+    assert error in srv.requests[1].json["messages"][-1]["content"]
+    assert srv.requests[1].json["messages"][-2] == {"role": "assistant", "content": bad}
+    assert [s.name for s in plan.subactions] == ["find_tree", "chop_tree"]
+    assert [s.name for s in plan.code_subactions] == ["chop_tree"]
+    assert plan.task == "collect_wood" and plan.rl_config["shaping"] == {"wood": 0.5}
+
+
+BAD_PLANS = {
+    "duplicate names": ({"subactions": [{"name": "chop", "how": "code", "spec": "a", "reason": ""}] * 2},
+                        "duplicate sub-action names ['chop']"),
+    "unknown how": ({"subactions": [{"name": "chop", "how": "python", "spec": "a", "reason": ""}]},
+                    "'python' is not one of ['code', 'rl']"),
+    "not snake_case": ({"subactions": [{"name": "ChopTree", "how": "code", "spec": "a", "reason": ""}]},
+                       "'ChopTree' is not snake_case"),
+    "unknown item": ({"rl_config": {"shaping": {"logs": 0.5}}}, "'logs' is not an inventory item"),
+    "weight too big": ({"rl_config": {"shaping": {"wood": 50}}}, "must be a number from 0.0 to 1.0"),
+    "unknown action": ({"rl_config": {"mask_actions": ["jump"]}}, "'jump' is not a base action"),
+    "free code": ({"rl_config": {"reward_fn": "lambda obs: 1"}}, "rl_config.reward_fn is not on the menu"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_PLANS))
+def test_invalid_plan_goes_back_with_its_bad_reply_and_the_exact_error(case):
+    changes, error = BAD_PLANS[case]
+    bad = plan_json(**changes)
+    with FakeLLMServer([bad, plan_json()]) as srv:
+        plan = SlowAgent(client(srv)).plan(get_task("collect_wood"), DOC)
+    messages = srv.requests[1].json["messages"]
+    assert error in messages[-1]["content"]
+    assert messages[-2] == {"role": "assistant", "content": bad}
+    assert plan.subactions[1].name == "chop_tree"
+
+
+def test_plan_fails_clearly_after_max_repairs():
+    bad = plan_json(rl_config={"shaping": {"logs": 0.5}})
+    with FakeLLMServer(lambda body: bad) as srv:
+        with pytest.raises(AgentError, match="after 2 repair.*'logs' is not an inventory item"):
+            SlowAgent(client(srv), max_repairs=2).plan(get_task("collect_wood"), DOC)
+    assert len(srv.requests) == 3
+
+
+def test_long_chain_task_must_list_its_subtasks_first():
+    chain = list(get_task("collect_diamond").prerequisites) + ["collect_diamond"]
+    with FakeLLMServer([plan_json(), plan_json(subtasks=chain)]) as srv:
+        plan = SlowAgent(client(srv)).plan(get_task("collect_diamond"), DOC)
+    assert SUBTASKS_LONG in text_of(srv.requests[0])
+    assert "long prerequisite chain" in srv.requests[1].json["messages"][-1]["content"]
+    assert plan.subtasks == chain
+    with FakeLLMServer([plan_json()]) as srv:
+        SlowAgent(client(srv)).plan(get_task("collect_wood"), DOC)
+    assert SUBTASKS_SHORT in text_of(srv.requests[0]) and SUBTASKS_LONG not in text_of(srv.requests[0])
+
+
+def test_replan_shows_the_previous_plan_and_the_critics_feedback():
+    previous = Plan.from_dict({**json.loads(plan_json()), "task": "collect_wood"})
+    feedback = Feedback("the agent hit the ground instead of the tree", ["find_tree"], [],
+                        {"chop_tree": "face the tree before `do`"})
+    with FakeLLMServer([plan_json()]) as srv:
+        SlowAgent(client(srv)).plan(get_task("collect_wood"), DOC, feedback, previous)
+    text = text_of(srv.requests[0])
+    assert "the agent hit the ground instead of the tree" in text and "face the tree before" in text
+    assert "Walk until a tree is visible." in text  # the previous plan's spec
+    assert "api.go_to(" in text and "make_iron_pickaxe" in text  # the API doc and the base actions
+
+
+def test_plan_dict_round_trip():
+    plan = Plan.from_dict({**json.loads(plan_json()), "task": "collect_wood"})
+    assert Plan.from_dict(plan.to_dict()) == plan
+    fb = Feedback("s", ["a"], ["b"], {"b": "fix"})
+    assert Feedback.from_dict(fb.to_dict()) == fb
+
+
+# ----------------------------------------------------------------------------------------------
+# Slow agent: the critic.
+
+PLAN = Plan.from_dict({**json.loads(plan_json()), "task": "collect_wood"})
+STATS = {"task": "collect_wood", "iteration": 2, "env_steps": 48128, "success_rate": 0.137,
+         "success_trend": [0.021, 0.064, 0.137], "mean_episode_length": 211.5,
+         "code_actions": {"chop_tree": {"chosen": 4321, "share": 0.083, "success_rate": 0.412,
+                                        "mean_steps": 23.75,
+                                        "errors": [["line 3: ZeroDivisionError: division by zero", 17],
+                                                   ["stopped: step budget", 5]]}}}
+FEEDBACK = json.dumps({"summary": "chop_tree divides by zero", "to_code": [], "to_rl": [],
+                       "fixes": {"chop_tree": "guard the division"}})
+
+
+def test_critic_prompt_contains_the_real_per_code_action_statistics():
+    with FakeLLMServer([FEEDBACK]) as srv:
+        fb = SlowAgent(client(srv)).critique(PLAN, [skills.skill_for("chop_tree")], STATS)
+    text = text_of(srv.requests[0])
+    for shown in ["48128", "0.137", "0.021, 0.064, 0.137", "211.5", "chosen 4321 times", "0.083", "0.412",
+                  "23.75", "line 3: ZeroDivisionError: division by zero", "x17", "x5"]:
+        assert shown in text, shown
+    assert fb.fixes == {"chop_tree": "guard the division"}
+
+
+def test_critic_reply_naming_unknown_sub_actions_is_repaired():
+    bad = json.dumps({"summary": "s", "to_code": ["fly"], "to_rl": [], "fixes": {}})
+    versioned = json.dumps({"summary": "s", "to_code": [], "to_rl": [], "fixes": {"chop_tree_v2": "fix"}})
+    with FakeLLMServer([bad, versioned]) as srv:
+        fb = SlowAgent(client(srv)).critique(PLAN, [], STATS)
+    assert "unknown sub-action names ['fly']" in srv.requests[1].json["messages"][-1]["content"]
+    assert fb.fixes == {"chop_tree": "fix"}  # a code version's name is read as its sub-action's
+
+
+def test_critic_shows_a_rewritten_code_actions_statistics_and_code_left_to_rl():
+    plan = Plan.from_dict({**PLAN.to_dict(), "subactions": PLAN.to_dict()["subactions"] + [
+        {"name": "drink", "how": "code", "spec": "s", "reason": ""}]})
+    stats = dict(STATS, code_actions={"chop_tree_v2": STATS["code_actions"]["chop_tree"]})
+    with FakeLLMServer([FEEDBACK]) as srv:
+        SlowAgent(client(srv)).critique(plan, [CodeAction("chop_tree_v2", "", entry="chop_tree")], stats)
+    text = text_of(srv.requests[0])
+    assert "- chop_tree: chosen 4321 times" in text and "- drink: no code was accepted" in text
+
+
+@pytest.mark.parametrize("vision", [False, True])
+def test_frames_are_sent_only_to_a_vision_client(vision):
+    frames = [b"\x89PNG frame one", b"\x89PNG frame two"]
+    with FakeLLMServer([FEEDBACK]) as srv:
+        SlowAgent(client(srv, vision=vision)).critique(PLAN, [], STATS, frames=frames)
+    assert len(images_of(srv.requests[0])) == (2 if vision else 0)
+    assert ("2 frames from failed episodes" in text_of(srv.requests[0])) == vision
+
+
+def test_rule_based_critic_flags_failing_unused_and_missing_code():
+    plan = Plan.from_dict({"task": "collect_wood", "subtasks": [], "rl_config": {}, "subactions": [
+        {"name": n, "how": "code", "spec": "s", "reason": ""} for n in ("chop_tree", "drink", "sleep_now")]})
+    # train.py names a rewritten code action chop_tree_v2 and keys its statistics by that name;
+    # drink was accepted but never chosen, so train.py has no statistics for it at all
+    stats = dict(STATS, code_actions={"chop_tree_v2": STATS["code_actions"]["chop_tree"]})
+    accepted = [CodeAction("chop_tree_v2", "def chop_tree(api):\n    return True\n", entry="chop_tree"),
+                CodeAction("drink", "def drink(api):\n    return True\n")]
+    fb = SlowAgent(None).critique(plan, accepted, stats)
+    assert fb.summary.startswith("[hand-written rule-based critic")
+    assert "0.412" in fb.fixes["chop_tree"] and "ZeroDivisionError" in fb.fixes["chop_tree"]
+    assert "drink was never chosen" in fb.summary and "drink" not in fb.fixes
+    assert fb.to_rl == ["sleep_now"]  # no accepted code: it already ran as RL
+    good = dict(STATS, code_actions={"chop_tree_v2": {**STATS["code_actions"]["chop_tree"],
+                                                      "success_rate": 0.9}})
+    assert rule_based_critique(plan, accepted, good).fixes == {}
+
+
+# ----------------------------------------------------------------------------------------------
+# Fast agent: the fast loop.
+
+SUB = SubAction("chop_tree", "code", "Walk to the nearest tree and chop it once.", "")
+BROKEN = "```python\ndef chop_tree(api):\n    n = len(api.view()) - 7\n    x = 1 / n\n    return True\n```"
+FIXED = "Here it is:\n```python\ndef chop_tree(api):\n    \"\"\"Chop.\"\"\"\n    return api.do()\n```\n"
+
+
+def test_code_that_raises_at_line_3_is_fixed_on_the_next_attempt():
+    with FakeLLMServer([BROKEN, FIXED]) as srv:
+        agent = FastAgent(client(srv))
+        action = agent.write(SUB, DOC)
+    assert action is not None and action.name == "chop_tree" and action.doc == "Chop."
+    assert len(srv.requests) == 2
+    feedback = srv.requests[1].json["messages"][-1]["content"]
+    assert "line 3" in feedback and "ZeroDivisionError" in feedback and "x = 1 / n" in feedback
+    assert srv.requests[1].json["messages"][-2]["content"] == BROKEN
+    assert [a.error is None for a in agent.last_attempts] == [False, True]
+
+
+def test_first_prompt_shows_api_doc_example_rules_and_the_critics_note():
+    with FakeLLMServer([FIXED]) as srv:
+        FastAgent(client(srv)).write(SUB, DOC, feedback="face the tree before `do`")
+    text = text_of(srv.requests[0])
+    assert DOC in text and "def chop_tree(api):" in text and "No imports" in text
+    assert SUB.spec in text and "face the tree before `do`" in text
+
+
+CHECK_FAIL = "```python\ndef chop_tree(api):\n    import os\n    return True\n```"
+BUDGET_FAIL = "```python\ndef chop_tree(api):\n    while True:\n        api.noop()\n```"
+
+
+@pytest.mark.parametrize("bad", [CHECK_FAIL, BUDGET_FAIL, "I cannot write that."])
+def test_sub_action_falls_back_to_rl_after_n_failures(bad):
+    with FakeLLMServer(lambda body: bad) as srv:
+        agent = FastAgent(client(srv), max_attempts=3)
+        assert agent.write(SUB, DOC) is None
+    assert len(srv.requests) == 3 and len(agent.last_attempts) == 3
+    assert all(a.error for a in agent.last_attempts)
+    if bad == BUDGET_FAIL:
+        assert "used all 64 environment steps" in srv.requests[1].json["messages"][-1]["content"]
+    if bad == CHECK_FAIL:
+        assert "Line 2 of your code is: import os" in srv.requests[1].json["messages"][-1]["content"]
+
+
+def test_returning_false_in_the_dry_run_is_not_a_failure():
+    with FakeLLMServer(["def chop_tree(api):\n    return api.nearest('diamond') is not None\n"]) as srv:
+        action = FastAgent(client(srv)).write(SUB, DOC)
+    assert action is not None and len(srv.requests) == 1
+
+
+def test_transport_error_returns_none_and_is_recorded():
+    with FakeLLMServer([http_error(401, "bad key")]) as srv:
+        agent = FastAgent(client(srv))
+        assert agent.write(SUB, DOC) is None
+    assert len(srv.requests) == 1 and "LLM transport error" in agent.last_attempts[0].error
+
+
+def test_extract_code_fenced_or_not():
+    fn = "def chop_tree(api):\n    return True\n"
+    assert extract_code(fn, "chop_tree") == fn
+    assert extract_code("Sure! Here:\n\n" + fn, "chop_tree") == fn
+    assert extract_code(f"```py\n{fn}```", "chop_tree") == fn
+    two = f"First a helper:\n```python\ndef helper(api):\n    return 1\n```\nThen:\n```python\n{fn}```"
+    assert extract_code(two, "chop_tree") == fn
+
+
+# ----------------------------------------------------------------------------------------------
+# Library backends: no LLM anywhere.
+
+
+def test_library_slow_agent_plans_every_task():
+    for name, task in TASKS.items():
+        plan = SlowAgent(None).plan(task, DOC)
+        assert plan.task == name and plan.subactions
+        assert not task.prerequisites or len(task.prerequisites) < LONG_CHAIN or plan.subtasks, name
+        fb = Feedback("", [], [plan.subactions[0].name], {})
+        assert SlowAgent(None).plan(task, DOC, fb, plan).subactions[0].how == "rl"
+
+
+def test_library_fast_agent_returns_checked_skills():
+    names = sorted({s.name for t in TASKS for s in SlowAgent(None).plan(get_task(t), DOC).code_subactions})
+    agent = FastAgent(None)
+    for name in names:
+        action = agent.write(SubAction(name, "code", ""), DOC)
+        assert action is not None, (name, agent.last_attempts)
+        assert action is skills.skill_for(name) and agent.last_attempts[-1].error is None
+    assert FastAgent(None).write(SubAction("fly_to_the_moon", "code", ""), DOC) is None

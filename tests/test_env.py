@@ -1,0 +1,153 @@
+"""env.py on real Crafter: the Gymnasium contract, determinism, the primitive API and code actions."""
+
+import json
+
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import env as E
+
+WOOD = E.ITEMS.index("wood")
+
+
+def code(name: str, body: str) -> E.CodeAction:
+    return E.CodeAction(name, f"def {name}(api):\n" + body)
+
+
+def test_check_env_passes_for_a_crafter_task():
+    check_env(E.CrafterEnv("collect_wood", seed=0), skip_render_check=True)
+    check_env(E.make_env("place_table", 1, code_actions=[E.CHOP_TREE]), skip_render_check=True)
+
+
+def test_observation_matches_space_and_carries_no_world_map():
+    env = E.make_env("collect_wood", 0)
+    obs, _ = env.reset(seed=0)
+    assert env.observation_space.contains(obs)
+    assert obs["inventory"][E.ITEMS.index("health")] == 9
+    _, _, _, _, info = env.step(0)
+    assert "semantic" not in info and "player_pos" not in info
+    assert info["prim_steps"] == 1 and info["code_action"] == -1
+
+
+def test_same_seed_same_trajectory():
+    def rollout(seed):
+        env = E.make_env("collect_wood", seed)
+        obs, _ = env.reset(seed=seed)
+        rng = np.random.default_rng(0)
+        frames, rewards = [obs["image"]], []
+        for _ in range(60):
+            obs, r, term, trunc, _ = env.step(int(rng.integers(17)))
+            frames.append(obs["image"])
+            rewards.append(r)
+            if term or trunc:
+                break
+        return np.stack(frames), rewards
+
+    a, ra = rollout(3)
+    b, rb = rollout(3)
+    c, _ = rollout(4)
+    assert np.array_equal(a, b) and ra == rb
+    assert not np.array_equal(a[0], c[0])
+
+
+def test_scripted_code_action_gets_wood_within_60_steps():
+    env = E.make_env("collect_wood", 0, code_actions=[E.CHOP_TREE], max_macro_steps=60)
+    visible, got_wood, seed = 0, 0, 0
+    while visible < 20:
+        obs, _ = env.reset(seed=seed)
+        seed += 1
+        if env.unwrapped.make_api(0).nearest("tree") is None:
+            continue
+        visible += 1
+        obs, reward, terminated, _, info = env.step(len(E.ACTIONS))
+        assert info["prim_steps"] <= 60
+        if obs["inventory"][WOOD] > 0:
+            got_wood += 1
+            assert terminated and info["success"] and reward == 1.0 and info["code_ok"]
+    assert got_wood >= 18, f"wood in {got_wood}/20 seeds with a visible tree"
+
+
+def test_code_action_errors_are_reported_and_env_keeps_working():
+    actions = [
+        code("boom", "    api.noop()\n    x = 1\n    return x / 0\n"),
+        code("forever", "    while True:\n        api.noop()\n"),
+        code("lazy", "    return True\n"),
+    ]
+    env = E.make_env("collect_wood", 0, code_actions=actions, max_macro_steps=10)
+    env.reset(seed=0)
+    _, _, _, _, info = env.step(17)
+    assert "line 4" in info["code_error"] and "ZeroDivisionError" in info["code_error"]
+    assert info["prim_steps"] == 1 and not info["code_ok"]
+    _, _, _, _, info = env.step(18)
+    assert "step_budget" in info["code_error"] and info["prim_steps"] == 10
+    _, _, _, _, info = env.step(19)  # does nothing: still charged one step
+    assert info["code_ok"] and info["code_error"] == "" and info["prim_steps"] == 1
+    _, _, _, _, info = env.step(0)
+    assert info["prim_steps"] == 1
+
+
+def test_episode_ending_inside_a_code_action_and_lengths_count_primitive_steps():
+    actions = [code("wait", "    api.noop(8)\n    return True\n")]
+    env = E.make_env("collect_wood", 0, code_actions=actions, max_steps=20)
+    env.reset(seed=0)
+    total, done = 0, False
+    while not done:
+        _, _, terminated, truncated, info = env.step(17)
+        total += info["prim_steps"]
+        done = terminated or truncated
+    assert truncated and info["code_error"] == ""  # stopped by the episode's end: not an error
+    assert info["prim_steps"] == 4  # 8 + 8 + 4: the third call is cut at the step limit
+    assert info["episode"]["l"] == total == 20
+
+
+def test_stats_jsonl_in_crafters_recorder_format(tmp_path):
+    path = tmp_path / "stats.jsonl"
+    env = E.make_env("collect_wood", 0, max_steps=5, stats_path=path)
+    for _ in range(2):
+        env.reset()
+        while True:
+            *_, terminated, truncated, _ = env.step(0)
+            if terminated or truncated:
+                break
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert len(lines) == 2 and lines[0]["length"] == 5
+    assert {f"achievement_{a}" for a in E.ACHIEVEMENTS} <= set(lines[0])
+
+
+def test_vector_env_reports_episode_stats_per_env():
+    envs = E.make_vec_env("collect_wood", 2, code_actions=[E.CHOP_TREE], seed=0, max_steps=3)
+    envs.reset(seed=0)
+    for _ in range(3):
+        obs, _, terminated, truncated, infos = envs.step(np.zeros(2, dtype=np.int64))
+    assert truncated.all() and not terminated.any()
+    assert infos["_final_info"].all()
+    assert list(infos["final_info"]["episode"]["l"]) == [3, 3]
+    assert obs["image"].shape == (2, 64, 64, 3)
+    assert envs.single_action_space.n == 18
+    envs.close()
+
+
+def test_shaping_rewards_inventory_gains():
+    env = E.make_env("place_table", 0, code_actions=[E.CHOP_TREE], shaping={"wood": 0.25})
+    env.reset(seed=0)
+    _, reward, _, _, _ = env.step(17)
+    assert reward == pytest.approx(0.25)
+
+
+def test_primitive_api_view_and_doc():
+    env = E.make_env("collect_wood", 0)
+    env.reset(seed=0)
+    api = env.unwrapped.make_api(5)
+    view = api.view()
+    assert len(view) == 7 and all(len(row) == 9 for row in view) and view[3][4] == "player"
+    assert api.steps_left() == 5 and api.inventory()["health"] == 9
+    doc = E.api_doc()
+    for name in ("view", "nearest", "move", "do", "place", "make", "go_to", "steps_left"):
+        assert f"api.{name}(" in doc
+
+
+def test_unknown_task_names_close_matches():
+    with pytest.raises(ValueError, match="collect_wood"):
+        E.make_env("colect_wood")
+    assert E.get_task("harvest_log").name == "collect_wood"

@@ -1,0 +1,265 @@
+"""Tests for ppo.py: GAE, rollout bookkeeping, masks, extend(), checkpoints, and CartPole learning.
+
+Run: python -m pytest -q tests/test_ppo.py
+"""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+import ppo as ppo_mod
+from ppo import PPO, Agent, PPOConfig, compute_gae, load_checkpoint, save_checkpoint, seed_everything
+
+SAME_STEP = gym.vector.AutoresetMode.SAME_STEP
+MACRO = 1  # in ToyEnv, action 1 is a 3-step macro action
+
+
+class ToyEnv(gym.Env):
+    """Deterministic 3-decision episodes; even episodes terminate, odd ones are truncated.
+    Action 1 reports prim_steps=3 (a macro action), action 2 pays reward 1."""
+
+    def __init__(self, n_actions: int = 5, ep_len: int = 3):
+        self.observation_space = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
+        self.action_space = gym.spaces.Discrete(n_actions)
+        self.ep_len, self.episode = ep_len, -1
+
+    def _obs(self):
+        return np.array([self.t / self.ep_len, self.episode % 2, 0.5], dtype=np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t, self.ret, self.length = 0, 0.0, 0
+        self.episode += 1
+        return self._obs(), {}
+
+    def step(self, action):
+        k = 3 if action == MACRO else 1
+        self.t += 1
+        self.length += k
+        reward = float(action == 2) + 0.1 * self.t
+        self.ret += reward
+        done = self.t >= self.ep_len
+        terminated, truncated = done and self.episode % 2 == 0, done and self.episode % 2 == 1
+        info = {"prim_steps": k}
+        if done:
+            info["episode"] = {"r": self.ret, "l": self.length, "success": terminated}
+        return self._obs(), reward, terminated, truncated, info
+
+
+def toy_envs(num_envs: int = 2, n_actions: int = 5) -> gym.vector.SyncVectorEnv:
+    return gym.vector.SyncVectorEnv([lambda: ToyEnv(n_actions) for _ in range(num_envs)],
+                                    autoreset_mode=SAME_STEP)
+
+
+def cartpole_envs(num_envs: int) -> gym.vector.SyncVectorEnv:
+    make = lambda: gym.wrappers.RecordEpisodeStatistics(gym.make("CartPole-v1"))
+    return gym.vector.SyncVectorEnv([make for _ in range(num_envs)], autoreset_mode=SAME_STEP)
+
+
+def dict_space() -> gym.spaces.Dict:
+    return gym.spaces.Dict({"image": gym.spaces.Box(0, 255, (64, 64, 3), np.uint8),
+                            "inventory": gym.spaces.Box(0, 9, (16,), np.uint8)})
+
+
+def test_gae_hand_computed():
+    # one env, gamma 0.9, lambda 0.8: step 0 normal, step 1 a 3-step macro action,
+    # step 2 truncated (bootstraps from V(final_obs) = 3.0), step 3 terminal.
+    g, lam = 0.9, 0.8
+    rewards = torch.tensor([[1.0], [2.0], [0.5], [1.0]])
+    values = torch.tensor([[0.5], [1.0], [2.0], [0.7]])
+    next_values = torch.tensor([[1.0], [2.0], [3.0], [9.0]])
+    terminated = torch.tensor([[0.0], [0.0], [0.0], [1.0]])
+    dones = torch.tensor([[0.0], [0.0], [1.0], [1.0]])
+    discounts = torch.tensor([[g], [g ** 3], [g], [g]])
+    adv, ret = compute_gae(rewards, values, next_values, terminated, dones, discounts, lam)
+    a3 = 1.0 - 0.7  # terminal: no bootstrap
+    a2 = 0.5 + 0.9 * 3.0 - 2.0  # truncated: bootstrap from V(final_obs), trace cut
+    a1 = (2.0 + 0.729 * 2.0 - 1.0) + 0.729 * 0.8 * a2  # gamma^3 for the macro step
+    a0 = (1.0 + 0.9 * 1.0 - 0.5) + 0.9 * 0.8 * a1
+    torch.testing.assert_close(adv[:, 0], torch.tensor([a0, a1, a2, a3]))
+    torch.testing.assert_close(ret, adv + values)
+
+
+def test_rollout_feeds_gae_semi_mdp_discounts_and_truncation_bootstrap(monkeypatch):
+    seed_everything(0)
+    envs = toy_envs(num_envs=2)
+    agent = Agent(envs.single_observation_space, 5)
+    cfg = PPOConfig(num_steps=6, num_minibatches=2, update_epochs=1, gamma=0.9)
+    ppo = PPO(agent, cfg)
+    seen = {}
+
+    def spy(rewards, values, next_values, terminated, dones, discounts, lam):
+        seen.update(rewards=rewards.clone(), next_values=next_values.clone(), terminated=terminated.clone(),
+                    dones=dones.clone(), discounts=discounts.clone(), values=values.clone())
+        seen["final_v"] = agent.get_value(torch.tensor([[1.0, 1.0, 0.5]]))  # truncated episode's last obs
+        return compute_gae(rewards, values, next_values, terminated, dones, discounts, lam)
+
+    monkeypatch.setattr(ppo_mod, "compute_gae", spy)
+    actions = []
+    ppo.train(envs, 1, on_step=lambda a, infos: actions.append(a.copy()))
+    actions = np.stack(actions)  # (T, N)
+    k = np.where(actions == MACRO, 3, 1)
+    assert ppo.global_step == k.sum()  # the budget counts primitive steps
+    torch.testing.assert_close(seen["discounts"], torch.tensor(0.9 ** k, dtype=torch.float32))
+    # episode 0 (steps 0-2) terminates, episode 1 (steps 3-5) is truncated
+    torch.testing.assert_close(seen["terminated"][:, 0], torch.tensor([0, 0, 1, 0, 0, 0.0]))
+    torch.testing.assert_close(seen["dones"][:, 0], torch.tensor([0, 0, 1, 0, 0, 1.0]))
+    torch.testing.assert_close(seen["next_values"][5], seen["final_v"].expand(2))
+    torch.testing.assert_close(seen["next_values"][:2], seen["values"][1:3])  # mid-episode: V(s_{t+1})
+
+
+def test_first_minibatch_has_ratio_one_and_zero_kl():
+    seed_everything(1)
+    envs = toy_envs(num_envs=4)
+    agent = Agent(envs.single_observation_space, 5)
+    mask = np.array([[True, True, False, True, False]] * 2 + [[False, True, True, True, True]] * 2)
+    logs = []
+    ppo = PPO(agent, PPOConfig(num_steps=16, num_minibatches=1, update_epochs=1))
+    ppo.train(envs, 1, action_mask=mask, on_log=lambda m, step: logs.append(m))
+    # with one minibatch and one epoch, the logged kl is the first minibatch's: the policy has not moved yet
+    assert abs(logs[0]["losses/approx_kl"]) < 1e-6
+    assert abs(logs[0]["losses/old_approx_kl"]) < 1e-6
+    assert logs[0]["losses/clipfrac"] == 0.0
+
+
+@pytest.mark.parametrize("space", ["dict", "box"])
+def test_extend_keeps_old_logits_and_sets_prior(space):
+    seed_everything(2)
+    obs_space = dict_space() if space == "dict" else gym.spaces.Box(-1, 1, (3,), np.float32)
+    agent = Agent(obs_space, 17)
+    with torch.no_grad():  # a trained-looking head, so the test does not pass by near-zero logits
+        agent.actor[-1].weight.mul_(300.0)
+        agent.actor[-1].bias.normal_(0.0, 2.0)
+    obs = {k: torch.as_tensor(np.stack([s.sample() for _ in range(8)])) for k, s in obs_space.items()} \
+        if space == "dict" else torch.rand(8, 3) * 2 - 1
+    before = agent.logits(obs)
+    agent.extend(3, prior=0.05, obs=obs)
+    after = agent.logits(obs)
+    assert agent.n_actions == 20 and after.shape == (8, 20)
+    assert torch.equal(after[:, :17], before)
+    p_new = after.softmax(-1)[:, 17:]
+    assert 0.03 < p_new.mean().item() < 0.08
+
+
+def test_extend_keeps_the_optimizer_working():
+    seed_everything(3)
+    envs = toy_envs(n_actions=5)
+    agent = Agent(envs.single_observation_space, 5)
+    ppo = PPO(agent, PPOConfig(num_steps=8, num_minibatches=2, update_epochs=2))
+    ppo.train(envs, 16)
+    head = agent.actor[-1]
+    moments = {n: ppo.optimizer.state[head.weight][n].clone() for n in ("exp_avg", "exp_avg_sq")}
+    agent.extend(2, obs=ppo.next_obs)
+    ppo._sync_optimizer()
+    for name, m in moments.items():  # padding keeps the old rows' moments; new rows get a sane scale
+        padded = ppo.optimizer.state[head.weight][name]
+        assert padded.shape == (7, 64) and torch.equal(padded[:5], m)
+    assert torch.equal(ppo.optimizer.state[head.weight]["exp_avg"][5:], torch.zeros(2, 64))
+    assert ppo.optimizer.state[head.weight]["exp_avg_sq"][5:].min() > 0
+    w_before = head.weight.detach().clone()
+    stats = ppo.train(toy_envs(n_actions=7), 32)  # a new, bigger env: PPO resets it and keeps training
+    assert stats["env_steps"] >= 32 and ppo.optimizer.state[head.weight]["exp_avg"].shape == (7, 64)
+    assert not torch.equal(head.weight[5:], w_before[5:])  # the new rows learn
+    assert torch.isfinite(head.weight).all()
+
+
+def test_masked_actions_never_sampled_and_get_no_gradient():
+    seed_everything(4)
+    agent = Agent(gym.spaces.Box(-1, 1, (3,), np.float32), 6)
+    with torch.no_grad():
+        agent.actor[-1].bias.copy_(torch.tensor([0.0, 20.0, 0.0, 20.0, 0.0, 0.0]))  # masked ones favoured
+    mask = torch.tensor([True, False, True, False, True, True]).expand(4096, 6)
+    obs = torch.rand(4096, 3)
+    action, logprob, entropy, _ = agent.get_action_and_value(obs, mask=mask)
+    assert mask.gather(1, action[:, None]).all()
+    assert torch.isfinite(logprob).all() and torch.isfinite(entropy).all()
+    (logprob.sum() + entropy.sum()).backward()
+    assert agent.actor[-1].bias.grad[[1, 3]].abs().max() == 0.0
+    assert agent.actor[-1].bias.grad[[0, 2]].abs().max() > 0.0
+    # and inside training, with a per-env mask
+    envs = toy_envs(num_envs=2)
+    agent = Agent(envs.single_observation_space, 5)
+    env_mask = np.array([[False, True, True, True, True], [True, True, True, False, False]])
+    taken = []
+    PPO(agent, PPOConfig(num_steps=32, num_minibatches=2, update_epochs=1)).train(
+        envs, 200, action_mask=env_mask, on_step=lambda a, infos: taken.append(a.copy()))
+    taken = np.stack(taken)
+    assert env_mask[np.arange(2), taken].all()
+
+
+def _run_and_record(ppo: PPO, envs, steps: int):
+    logs, actions = [], []
+    ppo.train(envs, steps, on_log=lambda m, s: logs.append((m["losses/policy_loss"], m["losses/value_loss"],
+                                                            m["losses/approx_kl"], s)),
+              on_step=lambda a, infos: actions.append(a.copy()))
+    return logs, np.stack(actions)
+
+
+def test_checkpoint_roundtrip_gives_identical_actions_and_losses(tmp_path):
+    seed_everything(5)
+    cfg = PPOConfig(num_steps=16, num_minibatches=2, update_epochs=2)
+    agent = Agent(gym.spaces.Box(-1, 1, (3,), np.float32), 5)
+    a = PPO(agent, cfg, total_steps=2000)
+    a.train(toy_envs(n_actions=5), 64)
+    agent.extend(2, obs=a.next_obs)  # the checkpoint holds a grown agent
+    a.train(toy_envs(n_actions=7), 64)
+    path = tmp_path / "ckpt.pt"
+    save_checkpoint(str(path), a, [{"name": "chop_tree"}, {"name": "go_home"}], {"iteration": 2})
+    logs_a, actions_a = _run_and_record(a, toy_envs(n_actions=7), 96)
+
+    seed_everything(99)  # a different fresh agent with the original 5 actions
+    b = PPO(Agent(gym.spaces.Box(-1, 1, (3,), np.float32), 5), cfg, total_steps=2000)
+    code_actions, extra = load_checkpoint(str(path), b)
+    assert b.agent.n_actions == 7 and extra == {"iteration": 2} and code_actions[1]["name"] == "go_home"
+    logs_b, actions_b = _run_and_record(b, toy_envs(n_actions=7), 96)
+    assert len(logs_a) >= 2
+    np.testing.assert_array_equal(actions_a, actions_b)
+    assert logs_a == logs_b
+    assert not (tmp_path / "ckpt.pt.tmp").exists()
+
+
+def test_lr_anneals_linearly_over_total_steps():
+    envs = toy_envs()
+    ppo = PPO(Agent(envs.single_observation_space, 5), PPOConfig(num_steps=8, learning_rate=1e-3),
+              total_steps=1000)
+    lrs = []
+    ppo.train(envs, 100, on_log=lambda m, s: lrs.append((m["charts/learning_rate"], s)))
+    steps_before = [0] + [s for _, s in lrs[:-1]]  # lr is set from global_step before each rollout
+    for (lr, _), s0 in zip(lrs, steps_before, strict=True):
+        assert lr == pytest.approx(1e-3 * (1 - s0 / 1000))
+
+
+CARTPOLE_CFG = dict(num_steps=32, num_minibatches=1, update_epochs=20, learning_rate=1e-3, gamma=0.98,
+                    gae_lambda=0.8, ent_coef=0.0, clip_vloss=False)  # rl-zoo's CartPole settings
+
+
+def _cartpole_solves(seed: int, budget: int = 60_000) -> bool:
+    """True once the mean return of the last 100 episodes reaches 195 (the classic 'solved')."""
+    seed_everything(seed)
+    envs = cartpole_envs(8)
+    agent = Agent(envs.single_observation_space, envs.single_action_space.n)
+    ppo = PPO(agent, PPOConfig(seed=seed, **CARTPOLE_CFG), total_steps=budget)
+    returns = []
+
+    def on_step(actions, infos):
+        final = infos.get("final_info", {})
+        if "episode" in final:
+            returns.extend(final["episode"]["r"][final["_episode"]])
+
+    while ppo.global_step < budget:
+        ppo.train(envs, 2048, on_step=on_step)
+        if len(returns) >= 100 and np.mean(returns[-100:]) >= 195:
+            return True
+    return False
+
+
+@pytest.mark.slow
+def test_cartpole_learns_within_60k_steps():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny MLP: threads only add overhead on a shared CPU
+    try:
+        solved = [_cartpole_solves(seed) for seed in (1, 2, 3)]
+    finally:
+        torch.set_num_threads(threads)
+    assert sum(solved) >= 2, solved

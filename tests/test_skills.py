@@ -1,0 +1,221 @@
+"""Tests for skills.py: each hand-written reference skill does its job in real Crafter when its target
+is in view, through the same sandbox as LLM code, and every task has a well-formed reference plan.
+
+    python -m pytest -q tests/test_skills.py
+
+A "situation" is a freshly generated Crafter world with the player moved (a test set-up step) onto a
+free walkable cell from which the skill's target is in view, and given the materials and tools the
+skill needs: exactly the state in which the RL agent would choose the skill. Success is read from
+Crafter's own achievement counters, not from what the skill returns, and the skill must also report it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import sandbox
+import skills
+from env import ACTIONS, ITEMS, TASKS, make_env
+from skills import SKILLS, reference_plan
+
+N_SITUATIONS, MIN_SUCCESS = 20, 18  # the issue's bar: >= 90% over 20 situations
+BUDGET = 64  # env steps one code action may take (the trainer's default max_macro_steps)
+
+# skill -> (what must be in view, what the test gives the player, the achievement that proves it worked).
+# "table" and "table+furnace" targets are built by the set-up (a table, or a table with a furnace
+# beside it, on free cells in view), as a previous place_table / place_furnace would have left them.
+SPECS: dict[str, tuple[str | None, dict[str, int], str]] = {
+    "chop_tree": ("tree", {}, "collect_wood"),
+    "place_table": (None, {"wood": 2}, "place_table"),
+    "make_wood_pickaxe": ("table", {"wood": 1}, "make_wood_pickaxe"),
+    "make_wood_sword": ("table", {"wood": 1}, "make_wood_sword"),
+    "mine_stone": ("stone", {"wood_pickaxe": 1}, "collect_stone"),
+    "place_stone": (None, {"stone": 1}, "place_stone"),
+    "make_stone_pickaxe": ("table", {"wood": 1, "stone": 1}, "make_stone_pickaxe"),
+    "make_stone_sword": ("table", {"wood": 1, "stone": 1}, "make_stone_sword"),
+    "place_furnace": ("table", {"stone": 4}, "place_furnace"),
+    "mine_coal": ("coal", {"wood_pickaxe": 1}, "collect_coal"),
+    "mine_iron": ("iron", {"wood_pickaxe": 1, "stone_pickaxe": 1}, "collect_iron"),  # as after the chain
+    "make_iron_pickaxe": ("table+furnace", {"wood": 1, "coal": 1, "iron": 1}, "make_iron_pickaxe"),
+    "make_iron_sword": ("table+furnace", {"wood": 1, "coal": 1, "iron": 1}, "make_iron_sword"),
+    "mine_diamond": ("diamond", {"wood_pickaxe": 1, "stone_pickaxe": 1, "iron_pickaxe": 1}, "collect_diamond"),
+    "drink_water": ("water", {"drink": 4}, "collect_drink"),
+    "eat_cow": ("cow", {}, "eat_cow"),  # food stays full in half the situations (the eat_cow task's case)
+    "sleep_when_tired": (None, {"energy": 5}, "wake_up"),
+    "collect_sapling": (None, {}, "collect_sapling"),
+    "place_plant": (None, {"sapling": 1}, "place_plant"),
+}
+WALKABLE = ("grass", "sand", "path")
+
+
+@pytest.fixture(scope="module")
+def env():
+    """One env for the whole file ("crafter" task: no achievement ends the episode); worlds are reset."""
+    e = make_env("crafter", 0, code_actions=list(SKILLS.values()), max_macro_steps=BUDGET)
+    e.reset(seed=0)
+    return e
+
+
+def _free(world, pos) -> bool:
+    material, obj = world[pos]
+    return material in WALKABLE and obj is None
+
+
+def _targets(world, target: str) -> list[np.ndarray]:
+    if target == "cow":
+        return [o.pos.copy() for o in world.objects if type(o).__name__ == "Cow"]
+    return list(np.argwhere(world._mat_map == world._mat_ids[target]))
+
+
+def _stand_cells(world, t, lo: int = 2) -> list[np.ndarray]:
+    """Free cells from which the cell `t` is in the player's 9x7 view, at least `lo` steps away."""
+    cells = [t + (dx, dy) for dx in range(-4, 5) for dy in range(-3, 4) if abs(dx) + abs(dy) >= lo]
+    return [c for c in cells if 1 <= c[0] < 63 and 1 <= c[1] < 63 and _free(world, c)]
+
+
+def _reset_player(player, give: dict[str, int]) -> None:
+    """Fresh stats and an empty inventory plus `give`, so one situation cannot help the next."""
+    for k in ITEMS:
+        player.inventory[k] = 9 if k in ("health", "food", "drink", "energy") else 0
+    player.inventory.update(give)
+    player.sleeping, player.facing = False, (0, 1)
+    player._hunger = player._thirst = player._fatigue = player._recover = 0
+    player._last_health = player.inventory["health"]
+
+
+def situations(env, skill: str, per_world: int = 4):
+    """Yield N_SITUATIONS set-ups for `skill`: fresh worlds, up to `per_world` far-apart ones in each."""
+    target, give, _ = SPECS[skill]
+    rng = np.random.default_rng(0)
+    done, seed = 0, 100
+    while done < N_SITUATIONS:
+        env.reset(seed=seed)
+        seed += 1
+        world, player = env.unwrapped._crafter._world, env.unwrapped._crafter._player
+        used: list[np.ndarray] = []
+        for _ in range(per_world):
+            if target in (None, "table", "table+furnace"):  # any free cell of the world will do
+                candidates = list(np.argwhere(world._mat_map == world._mat_ids["grass"]))
+            else:
+                candidates = _targets(world, target)
+            candidates = [c for c in candidates if all(np.abs(c - u).max() > 12 for u in used)]
+            if not candidates:
+                break
+            t = candidates[rng.integers(len(candidates))]
+            stands = _stand_cells(world, t, lo=0 if target is None else 2)
+            if not stands:
+                continue
+            stand = stands[rng.integers(len(stands))]
+            world.move(player, stand)
+            used.append(t)
+            if target in ("table", "table+furnace") and not _build_stations(world, stand, target, rng):
+                continue
+            hungry = {"food": 4} if skill == "eat_cow" and done % 2 else {}
+            _reset_player(player, {**give, **hungry})
+            yield player
+            done += 1
+            if done == N_SITUATIONS:
+                return
+
+
+def _build_stations(world, stand, target: str, rng) -> bool:
+    """Put a table (and a furnace beside it) on free cells in view of `stand`, 2+ steps away."""
+    cells = _stand_cells(world, stand, lo=2)
+    if not cells:
+        return False
+    table = cells[rng.integers(len(cells))]
+    world[table] = "table"
+    if target == "table+furnace":
+        beside = [table + d for d in ((1, 0), (-1, 0), (0, 1), (0, -1))
+                  if _free(world, table + d) and not np.array_equal(table + d, stand)]
+        if not beside:
+            return False
+        world[beside[rng.integers(len(beside))]] = "furnace"
+    return True
+
+
+def run_skill(env, skill: str):
+    """Run the code action through CodeActions (sandbox + step budget), as the RL agent would."""
+    k = list(SKILLS).index(skill)
+    _, _, _, _, info = env.step(len(ACTIONS) + k)
+    return info
+
+
+@pytest.mark.parametrize("skill", list(SPECS))
+def test_skill_does_its_job_when_target_in_view(env, skill):
+    achievement = SPECS[skill][2]
+    wins, failures = 0, []
+    for player in situations(env, skill, per_world=1 if skill == "sleep_when_tired" else 4):
+        before = player.achievements[achievement]
+        info = run_skill(env, skill)
+        unlocked = player.achievements[achievement] > before
+        assert info["prim_steps"] <= BUDGET
+        if unlocked and info["code_ok"]:
+            wins += 1
+        else:
+            failures.append((unlocked, info["code_ok"], info["code_error"], info["prim_steps"]))
+    assert wins >= MIN_SUCCESS, f"{skill}: {wins}/{N_SITUATIONS}; failures: {failures}"
+
+
+@pytest.mark.parametrize("skill", list(SPECS))
+def test_skill_gives_up_fast_without_materials(env, skill):
+    """With nothing in the inventory and full meters, a skill that needs something returns False fast."""
+    env.reset(seed=7)
+    player = env.unwrapped._crafter._player
+    _reset_player(player, {})
+    target, give, _ = SPECS[skill]
+    needs_item = any(k not in ("drink", "energy") for k in give)
+    if not needs_item and skill != "sleep_when_tired":
+        pytest.skip("needs no material; see test_skill_gives_up_fast_without_target")
+    info = run_skill(env, skill)
+    assert info["code_ok"] is False and info["prim_steps"] <= 2, info
+
+
+@pytest.mark.parametrize("skill", ["chop_tree", "mine_stone", "mine_coal", "mine_iron", "mine_diamond",
+                                   "drink_water", "eat_cow", "make_wood_pickaxe", "make_iron_pickaxe"])
+def test_skill_gives_up_fast_without_target(env, skill):
+    """Target (or station) out of view: the skill returns False without walking around."""
+    target, give, _ = SPECS[skill]
+    env.reset(seed=7)
+    world, player = env.unwrapped._crafter._world, env.unwrapped._crafter._player
+    _reset_player(player, give)
+    names = {"table": ["table"], "table+furnace": ["table", "furnace"]}.get(target, [target])
+    x, y = player.pos
+    for dx in range(-4, 5):  # the set-up clears the view of the target
+        for dy in range(-3, 4):
+            pos = (x + dx, y + dy)
+            if world[pos][0] in names:
+                world[pos] = "grass"
+            if world[pos][1] is not None and type(world[pos][1]).__name__.lower() in names:
+                world.remove(world[pos][1])
+    info = run_skill(env, skill)
+    assert info["code_ok"] is False and info["prim_steps"] <= 2, info
+
+
+def test_every_skill_passes_the_sandbox_check():
+    for skill in SKILLS.values():
+        sandbox.check(skill.source, skill.function)
+        assert skill.doc.startswith(skills.LABEL)  # labelled as hand-written, never as model output
+    assert set(SPECS) == set(SKILLS)  # every skill has a Crafter test above
+
+
+def test_every_task_has_a_plan_whose_code_parts_are_skills():
+    for name, task in TASKS.items():
+        plan = reference_plan(name)
+        assert plan["task"] == name and plan["subactions"]
+        names = [s["name"] for s in plan["subactions"]]
+        assert len(names) == len(set(names)), (name, names)
+        for s in plan["subactions"]:
+            assert s["how"] in ("code", "rl") and s["spec"] and s["reason"]
+            assert s["how"] == "rl" or s["name"] in SKILLS, (name, s["name"])
+        assert set(plan["rl_config"]["shaping"]) <= set(ITEMS)
+        assert set(plan["rl_config"]["mask_actions"]) <= set(ACTIONS)
+        if len(task.prerequisites) >= skills.LONG_CHAIN:
+            assert plan["subtasks"][-1] == task.achievement
+        # the plan can reach the goal: every step of the chain that has a skill gets it
+        for a in plan["subtasks"] or list(task.prerequisites) + [task.achievement]:
+            if a in skills.STEPS:
+                assert skills.STEPS[a][1] in names, (name, a)
+    crafter = {s["name"] for s in reference_plan("crafter")["subactions"]}
+    assert {"chop_tree", "mine_diamond", "drink_water", "eat_cow", "sleep_when_tired"} <= crafter

@@ -1,0 +1,532 @@
+"""RL-GPT in one loop: the slow agent plans, the fast agent codes, PPO learns the rest, a critic reviews.
+
+    python train.py --task collect_wood                    # hand-written reference skills, no LLM needed
+    python train.py --task collect_wood --llm http         # any OpenAI-compatible endpoint, see README
+    python train.py --task collect_wood --mode rl          # the plain-PPO baseline
+    python train.py --task collect_wood --mode code        # one program for the whole task, no RL
+    python train.py --resume runs/<run_dir>                # continue an interrupted run
+    python train.py --help                                 # every setting, PPO's included
+
+One iteration (the paper's two loops):
+  1. slow agent: task + primitive API doc (+ critic feedback) -> sub-actions, each "code" or "rl"
+  2. fast agent: writes each code sub-action; sandbox check + dry run + repair (the fast loop)
+  3. accepted code actions join PPO's action space (agent.extend; dropped ones are masked, never
+     deleted, so action indices stay stable); PPO trains on this iteration's share of the budget
+  4. evaluation episodes; the critic reads success, per-code-action statistics (and frames) and
+     its feedback goes to the next plan (the slow loop)
+Budgets, curves and tables count primitive env steps: a code action that ran 12 steps counts 12.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import difflib
+import inspect
+import io
+import json
+import sys
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+import env as E
+import ppo as P
+import report
+from fast_agent import FastAgent
+from llm import LLMError, LLMClient, ReplayClient, configured_endpoint, start_local_server
+from slow_agent import Feedback, Plan, SlowAgent, SubAction
+
+
+@dataclass
+class Args:
+    task: str = "collect_wood"
+    """task to learn (--list-tasks prints them; minedojo:<task_id> needs MineDojo installed)"""
+    mode: str = "rlgpt"
+    """rlgpt: code actions + PPO | rl: plain PPO, no LLM | code: one program for the whole task, no RL"""
+    llm: str = "auto"
+    """http | local | library | replay:<transcript.jsonl> | auto (http if an endpoint is set, else library)"""
+    llm_url: str | None = None
+    """OpenAI-compatible base URL (default: $RLGPT_LLM_URL or $OPENAI_BASE_URL); the key is read only
+    from $OPENAI_API_KEY"""
+    llm_model: str | None = None
+    """model name (default: $RLGPT_LLM_MODEL)"""
+    vision: bool = False
+    """the model takes images: the critic then also sees frames of a failed evaluation episode"""
+    iterations: int = 3
+    """RL-GPT iterations (the slow loop); the env-step budget is split evenly over them"""
+    total_steps: int = 60_000
+    """primitive env steps for the whole run, every step of every code action included"""
+    num_envs: int = 8
+    """parallel environments"""
+    seed: int = 1
+    """seed of everything (envs get seed, seed+1, ...)"""
+    device: str = "auto"
+    """auto (CUDA when available) | cpu | cuda"""
+    max_macro_steps: int = 64
+    """most env steps one call of a code action may take"""
+    eval_episodes: int = 8
+    """evaluation episodes after each iteration (fresh worlds, sampled policy)"""
+    checkpoint_every: int = 10_000
+    """env steps between checkpoints (a crash loses at most this much)"""
+    capture_video: bool = True
+    """write a GIF of one evaluation episode per iteration"""
+    track: bool = False
+    """also log to Weights & Biases (needs `pip install wandb`; never required)"""
+    runs_dir: str = "runs"
+    """where run directories are created"""
+    run_name: str | None = None
+    """the run directory's name (default: <task>__<mode>__<seed>__<unix time>)"""
+    resume: str | None = None
+    """a run directory to continue from its last checkpoint"""
+    list_tasks: bool = False
+    """print the tasks and exit"""
+
+
+MODES, BACKENDS = ("rlgpt", "rl", "code"), ("auto", "http", "local", "library")
+
+
+# ----------------------------------------------------------------------------------------------
+# Command line: --help is generated from the two dataclasses' field docstrings.
+
+
+def _field_docs(cls: type) -> dict[str, str]:
+    """The string literal under each field, as CleanRL's tyro shows it: the source is the doc."""
+    body = ast.parse(inspect.getsource(cls)).body[0].body
+    return {a.target.id: " ".join(b.value.value.split()) for a, b in zip(body, body[1:], strict=False)
+            if isinstance(a, ast.AnnAssign) and isinstance(b, ast.Expr) and isinstance(b.value.value, str)}
+
+
+def _add_fields(parser: argparse.ArgumentParser, cls: type, skip: set[str] = frozenset()) -> None:
+    docs = _field_docs(cls)
+    group = parser.add_argument_group(cls.__name__)
+    for f in dataclasses.fields(cls):
+        if f.name in skip:
+            continue
+        flag, typ = "--" + f.name.replace("_", "-"), f.type.split(" |")[0]
+        if typ == "bool":
+            group.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default, help=docs.get(f.name))
+        else:
+            group.add_argument(flag, type={"int": int, "float": float}.get(typ, str), default=f.default,
+                               help=f"{docs.get(f.name, '')} (default: {f.default})", dest=f.name)
+
+
+def parse_args(argv: list[str] | None = None) -> tuple[Args, P.PPOConfig, argparse.ArgumentParser]:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_fields(parser, Args)
+    _add_fields(parser, P.PPOConfig, skip={"seed"})
+    ns = vars(parser.parse_args(argv))
+    args = Args(**{f.name: ns[f.name] for f in dataclasses.fields(Args)})
+    cfg = P.PPOConfig(**{f.name: ns[f.name] for f in dataclasses.fields(P.PPOConfig) if f.name in ns},
+                      seed=args.seed)
+    return args, cfg, parser
+
+
+def validate(args: Args, parser: argparse.ArgumentParser) -> None:
+    """Bad input ends here with exit code 2 and a sentence, never with a traceback later."""
+    if args.mode not in MODES:
+        parser.error(f"--mode must be one of {MODES}, not {args.mode!r}")
+    if args.llm not in BACKENDS and not args.llm.startswith("replay:"):
+        parser.error(f"--llm must be one of {BACKENDS} or replay:<transcript.jsonl>, not {args.llm!r}")
+    if args.llm.startswith("replay:") and not Path(args.llm[7:]).is_file():
+        parser.error(f"--llm {args.llm}: no such transcript file")
+    for name in ("iterations", "total_steps", "num_envs", "max_macro_steps", "checkpoint_every"):
+        if getattr(args, name) <= 0:
+            parser.error(f"--{name.replace('_', '-')} must be positive, not {getattr(args, name)}")
+    if args.device not in ("auto", "cpu", "cuda"):
+        parser.error(f"--device must be auto, cpu or cuda, not {args.device!r}")
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: no CUDA device is visible to torch")
+    if args.task.startswith("minedojo:"):
+        try:
+            E.make_env(args.task).close()
+        except ImportError as e:
+            parser.error(str(e))
+    else:
+        try:
+            E.get_task(args.task)
+        except ValueError as e:
+            parser.error(str(e))
+
+
+def make_llm(args: Args, run_dir: Path):
+    """The agents' backend (None = the hand-written library) and a sentence saying why it was chosen."""
+    kind = args.llm
+    if args.mode == "rl":
+        return None, None, "no LLM: --mode rl is plain PPO"
+    if kind == "auto":
+        url = args.llm_url or configured_endpoint()
+        kind = "http" if url else "library"
+        why = f"an endpoint is configured ({url})" if url else "no endpoint is configured (set RLGPT_LLM_URL)"
+        print(f"LLM backend: {kind} (auto: {why})")
+    transcript = run_dir / "llm_transcript.jsonl"
+    if kind == "library":
+        return None, None, "library: hand-written reference skills and plans (no LLM)"
+    if kind.startswith("replay:"):
+        return ReplayClient(kind[7:]), None, f"replay of {kind[7:]}"
+    server = None
+    if kind == "local":
+        server = start_local_server()
+        client = LLMClient(server.url, "local", transcript=transcript, vision=False)
+    else:
+        client = LLMClient(args.llm_url, args.llm_model, transcript=transcript, vision=args.vision)
+    return client, server, f"{kind}: {client.url} model {client.model or '(server default)'}"
+
+
+# ----------------------------------------------------------------------------------------------
+# Code actions across iterations: append-only, so PPO's action indices never change meaning.
+
+
+@dataclass
+class Library:
+    actions: list[E.CodeAction] = field(default_factory=list)
+    active: dict[str, str] = field(default_factory=dict)  # sub-action name -> code action name in use
+
+    def add(self, sub: str, action: E.CodeAction) -> E.CodeAction:
+        """A rewritten sub-action gets a new versioned name; its old version stays, masked."""
+        taken = {a.name for a in self.actions}
+        name, v = sub, 1
+        while name in taken:
+            v += 1
+            name = f"{sub}_v{v}"
+        action = dataclasses.replace(action, name=name, entry=action.function)
+        self.actions.append(action)
+        self.active[sub] = name
+        return action
+
+    def mask(self, masked_base: list[str]) -> np.ndarray:
+        live = set(self.active.values())
+        base = [a not in masked_base for a in E.ACTIONS]
+        return np.array(base + [a.name in live for a in self.actions], dtype=bool)
+
+
+def step_info(infos: dict, key: str, default) -> np.ndarray:
+    """One value per env for this step, whether its episode went on (infos) or ended (final_info)."""
+    n = len(infos.get("_" + key, infos.get("_final_info", [])))
+    out = np.full(n, default, dtype=object)
+    for src in (infos, infos.get("final_info", {})):
+        if key in src:
+            out = np.where(src["_" + key], src[key], out)
+    return out
+
+
+class CodeStats:
+    """What the critic reads about each code action: how often chosen, how often it worked, its cost."""
+
+    def __init__(self, library: Library):
+        self.library, self.decisions = library, 0
+        self.rows: dict[str, dict] = {}
+
+    def __call__(self, actions: np.ndarray, infos: dict) -> None:
+        self.decisions += len(actions)
+        which = step_info(infos, "code_action", -1)
+        ok, steps, err = (step_info(infos, k, d) for k, d in (("code_ok", False), ("prim_steps", 1),
+                                                              ("code_error", "")))
+        for i in np.flatnonzero(which.astype(int) >= 0):
+            name = self.library.actions[int(which[i])].name
+            row = self.rows.setdefault(name, {"chosen": 0, "ok": 0, "steps": 0, "errors": Counter()})
+            row["chosen"] += 1
+            row["ok"] += bool(ok[i])
+            row["steps"] += int(steps[i])
+            if err[i]:
+                row["errors"][str(err[i]).splitlines()[0][:160]] += 1
+
+    def summary(self) -> dict:
+        return {name: {"chosen": r["chosen"], "share": round(r["chosen"] / max(1, self.decisions), 4),
+                       "success_rate": round(r["ok"] / r["chosen"], 3),
+                       "mean_steps": round(r["steps"] / r["chosen"], 2),
+                       "errors": [list(e) for e in r["errors"].most_common(3)]}
+                for name, r in self.rows.items()}
+
+
+# ----------------------------------------------------------------------------------------------
+# Evaluation and the whole-task program of --mode code.
+
+
+def evaluate(agent: P.Agent, args: Args, library: Library, mask: np.ndarray, iteration: int,
+             fixed_action: int | None = None) -> dict:
+    """Fresh worlds (seeds the training envs never see), the sampled policy; returns the frames of the
+    first episode (for the GIF) and of the first failed one (for a vision critic)."""
+    env = E.make_env(args.task, code_actions=library.actions, max_macro_steps=args.max_macro_steps)
+    env.unwrapped.frames = []
+    device = next(agent.parameters()).device if agent is not None else "cpu"
+    results, first_frames, failed_frames = [], None, None
+    for ep in range(args.eval_episodes):
+        obs, _ = env.reset(seed=10_000_000 + 1000 * args.seed + 100 * iteration + ep)
+        done = False
+        while not done:
+            if fixed_action is not None:
+                action = fixed_action
+            else:
+                with torch.no_grad():
+                    t = {k: torch.as_tensor(v[None], device=device) for k, v in obs.items()}
+                    m = torch.as_tensor(mask[None], device=device)
+                    action = int(agent.get_action_and_value(t, mask=m)[0].item())
+            obs, _, terminated, truncated, info = env.step(action)
+            done = terminated or truncated
+        results.append(info["episode"])
+        first_frames = first_frames or list(env.unwrapped.frames)
+        if not info["episode"]["success"] and failed_frames is None:
+            failed_frames = list(env.unwrapped.frames)
+    env.close()
+    return {"success_rate": float(np.mean([r["success"] for r in results])),
+            "mean_length": float(np.mean([r["l"] for r in results])),
+            "mean_return": float(np.mean([r["r"] for r in results])),
+            "env_steps": int(sum(r["l"] for r in results)),
+            "frames": first_frames or [], "failed_frames": failed_frames or []}
+
+
+def run_program(envs, action: int, steps: int, on_step, progress) -> dict:
+    """--mode code: every decision calls the one program; the same budget and statistics as PPO."""
+    envs.reset(seed=int(np.random.randint(2**31)))
+    done_steps, episodes = 0, []
+    while done_steps < steps:
+        actions = np.full(envs.num_envs, action)
+        _, _, _, _, infos = envs.step(actions)
+        n = int(step_info(infos, "prim_steps", 1).astype(int).sum())
+        done_steps += n
+        on_step(actions, infos)
+        progress(n)
+        final = infos.get("final_info", {})
+        if "episode" in final:
+            episodes += [bool(final["episode"]["success"][i]) for i in np.flatnonzero(final["_episode"])]
+    return {"env_steps": done_steps, "episodes": len(episodes),
+            "success_rate": float(np.mean(episodes)) if episodes else float("nan")}
+
+
+def whole_task_subaction(args: Args) -> SubAction:
+    task = E.get_task(args.task) if not args.task.startswith("minedojo:") else None
+    chain = ", ".join(task.prerequisites) if task else "(see the task)"
+    return SubAction(
+        name="solve_task", how="code", reason="--mode code: the pure code-as-policy baseline",
+        spec=f"Solve the whole task: {task.description if task else args.task} Achievements usually "
+             f"needed first, in order: {chain}. The function is called again and again until the episode "
+             f"ends; one call may take at most {args.max_macro_steps} env steps, so make one step of "
+             "progress (explore when nothing useful is visible) and return True when it made progress.")
+
+
+# ----------------------------------------------------------------------------------------------
+# The run.
+
+
+def log_metrics(run: dict, metrics: dict, step: int) -> None:
+    for k, v in metrics.items():
+        run["writer"].add_scalar(k, v, step)
+    if run["wandb"] is not None:
+        run["wandb"].log(dict(metrics, global_step=step))
+    with open(run["dir"] / "metrics.jsonl", "a") as f:
+        f.write(json.dumps({"global_step": step, "iteration": run["iteration"], **metrics}) + "\n")
+
+
+def save(run: dict, ppo: P.PPO, library: Library, state: dict) -> None:
+    state = dict(state, library_active=library.active)
+    P.save_checkpoint(str(run["dir"] / "checkpoint.pt"), ppo, [asdict(a) for a in library.actions], state)
+
+
+def agents_phase(args, run, slow, fast, library, state, doc) -> None:
+    """Steps 1-2 of an iteration: (re)plan, then write every code sub-action not yet accepted."""
+    k, it_dir = state["iteration"], run["dir"] / f"iter_{state['iteration']}"
+    (it_dir / "skills").mkdir(parents=True, exist_ok=True)
+    feedback = Feedback.from_dict(state["feedback"]) if state["feedback"] else None
+    if args.mode == "code":
+        subs = [whole_task_subaction(args)]
+        plan = Plan(args.task, [], subs, {"shaping": {}, "mask_actions": []})
+    else:
+        previous = Plan.from_dict(state["plan"]) if state["plan"] else None
+        try:
+            plan = slow.plan(E.get_task(args.task), doc, feedback=feedback, previous=previous)
+        except LLMError as e:
+            if previous is None:
+                raise
+            tqdm.write(f"[iter {k}] the LLM failed while planning ({e}); carrying on with the last good plan")
+            plan = previous
+        subs = plan.code_subactions
+    state["plan"] = plan.to_dict()
+    (it_dir / "plan.json").write_text(json.dumps(state["plan"], indent=2))
+    for sub in subs:
+        fix = feedback.fixes.get(sub.name) if feedback else None
+        if sub.name in library.active and not fix:
+            continue  # accepted before and the critic is happy with it
+        action = None
+        if args.mode == "code" and run["llm"] is None:
+            action = skills.whole_task_program(args.task, args.max_macro_steps)
+        else:
+            action = fast.write(sub, doc, feedback=fix)
+        if action is None:
+            tqdm.write(f"[iter {k}] no working code for {sub.name!r}: it is left to RL")
+            library.active.pop(sub.name, None)
+            continue
+        action = library.add(sub.name, action)
+        (it_dir / "skills" / f"{action.name}.py").write_text(action.source)
+    for name in [n for n in library.active if n not in {s.name for s in subs}]:
+        library.active.pop(name)  # the plan moved it to RL: masked from now on
+    tqdm.write(f"[iter {k}] plan: {len(plan.subactions)} sub-actions; code actions in use: "
+               f"{', '.join(library.active.values()) or 'none'}")
+
+
+def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: dict) -> None:
+    """Steps 3-4 of an iteration: RL on this iteration's share of the budget, evaluation, the critic."""
+    k, n_base, t0 = state["iteration"], len(E.ACTIONS), time.time()
+    plan = Plan.from_dict(state["plan"]) if state["plan"] else None
+    rl_config = plan.rl_config if plan is not None and args.mode == "rlgpt" else {}
+    mask = library.mask(rl_config.get("mask_actions", []))
+    options = {} if args.task.startswith("minedojo:") else {
+        "stats_path": run["dir"] / "stats.jsonl", "shaping": rl_config.get("shaping")}
+    envs = E.make_vec_env(args.task, args.num_envs, code_actions=library.actions, seed=args.seed * 1000,
+                          max_macro_steps=args.max_macro_steps, **options)
+    program = n_base + library.actions.index(
+        next(a for a in library.actions if a.name == library.active["solve_task"])) \
+        if args.mode == "code" and "solve_task" in library.active else None
+    start, target = args.total_steps * k // args.iterations, args.total_steps * (k + 1) // args.iterations
+    bar = tqdm(total=target - start, initial=min(target, ppo.global_step) - start, unit="step",
+               desc=f"iter {k + 1}/{args.iterations}", dynamic_ncols=True)
+    stats, trend = CodeStats(library), []
+    llm_calls = lambda: run["llm"].calls if run["llm"] is not None else 0
+
+    def on_log(metrics: dict, step: int) -> None:
+        log_metrics(run, metrics, step)
+        if "charts/success_rate" in metrics:
+            trend.append(round(metrics["charts/success_rate"], 3))
+        bar.set_postfix(SPS=metrics.get("charts/SPS"), success=trend[-1] if trend else None, llm=llm_calls())
+
+    while ppo.global_step < target:
+        chunk = min(args.checkpoint_every, target - ppo.global_step)
+        if args.mode == "code":
+            if program is None:  # no program was accepted: nothing to run, the budget is forfeited
+                ppo.global_step = target
+                break
+            result = run_program(envs, program, chunk, stats, bar.update)
+            ppo.global_step += result["env_steps"]
+            if result["episodes"]:
+                on_log({"charts/success_rate": result["success_rate"]}, ppo.global_step)
+        else:
+            ppo.train(envs, chunk, action_mask=mask, on_log=on_log, on_step=stats, progress=bar.update)
+        save(run, ppo, library, state)
+    envs.close()
+    bar.close()
+
+    ev = evaluate(ppo.agent, args, library, mask, k, fixed_action=program)
+    log_metrics(run, {"eval/success_rate": ev["success_rate"], "eval/episodic_length": ev["mean_length"],
+                      "eval/episodic_return": ev["mean_return"]}, ppo.global_step)
+    for name, row in stats.summary().items():
+        log_metrics(run, {f"code/{name}/share": row["share"], f"code/{name}/success_rate": row["success_rate"]},
+                    ppo.global_step)
+    it_dir = run["dir"] / f"iter_{k}"
+    it_dir.mkdir(exist_ok=True)
+    if args.capture_video and ev["frames"]:
+        report.write_gif(it_dir / "eval.gif", ev["frames"])
+    critic_stats = {"task": args.task, "iteration": k + 1, "env_steps": ppo.global_step,
+                    "success_rate": trend[-1] if trend else ev["success_rate"], "success_trend": trend[-10:],
+                    "eval_success_rate": ev["success_rate"], "mean_episode_length": ev["mean_length"],
+                    "code_actions": stats.summary()}
+    (it_dir / "stats.json").write_text(json.dumps(critic_stats, indent=2))
+    state["history"].append({"iteration": k + 1, "env_steps": ppo.global_step,
+                             "train_success": critic_stats["success_rate"], "eval_success": ev["success_rate"],
+                             "eval_length": ev["mean_length"], "eval_env_steps": ev["env_steps"],
+                             "code_actions": list(library.active.values()), "llm_calls": llm_calls(),
+                             "wall_s": round(time.time() - t0, 1)})
+    tqdm.write(f"[iter {k + 1}] env steps {ppo.global_step}: train success {critic_stats['success_rate']}, "
+               f"eval success {ev['success_rate']:.2f} over {args.eval_episodes} episodes")
+    if args.mode == "rl" or k + 1 == args.iterations:
+        return
+    frames = report.png_frames(ev["failed_frames"]) if args.vision else None
+    active = [a for a in library.actions if a.name in library.active.values()]
+    try:
+        feedback = run["slow"].critique(plan, active, critic_stats, frames)
+    except LLMError as e:
+        tqdm.write(f"[iter {k + 1}] the critic's LLM call failed ({e}); next plan goes without feedback")
+        return
+    state["feedback"] = feedback.to_dict()
+    (it_dir / "feedback.json").write_text(json.dumps(state["feedback"], indent=2))
+    tqdm.write(f"[iter {k + 1}] critic: {feedback.summary}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, cfg, parser = parse_args(argv)
+    if args.list_tasks:
+        return E.main(["--list"])
+    if args.resume:
+        cfg_path = Path(args.resume) / "config.json"
+        if not cfg_path.is_file():
+            parser.error(f"--resume {args.resume}: no config.json there (not a run directory?)")
+        saved = json.loads(cfg_path.read_text())
+        args = Args(**dict(saved["args"], resume=args.resume))
+        cfg = P.PPOConfig(**saved["ppo"])
+    validate(args, parser)
+    device = "cuda" if args.device == "auto" and torch.cuda.is_available() else args.device.replace("auto", "cpu")
+    P.seed_everything(args.seed)
+
+    if args.resume:
+        run_dir = Path(args.resume)
+    else:
+        name = args.run_name or f"{args.task.replace(':', '-')}__{args.mode}__{args.seed}__{int(time.time())}"
+        run_dir = Path(args.runs_dir) / name
+        if (run_dir / "config.json").exists():
+            parser.error(f"{run_dir} already holds a run: --resume it, or pick another --run-name")
+        run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        llm, server, backend = make_llm(args, run_dir)
+    except LLMError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"run directory: {run_dir}\nmode: {args.mode}; agents' backend: {backend}; device: {device}")
+    if not args.resume:
+        (run_dir / "config.json").write_text(json.dumps(
+            {"args": asdict(args), "ppo": asdict(cfg), "backend": backend, "device": device}, indent=2))
+
+    from torch.utils.tensorboard import SummaryWriter
+
+    run = {"dir": run_dir, "writer": SummaryWriter(str(run_dir)), "wandb": None, "iteration": 0, "llm": llm}
+    if args.track:
+        import wandb
+
+        run["wandb"] = wandb.init(project="rlgpt", name=run_dir.name, config=asdict(args), dir=str(run_dir))
+
+    probe = E.make_env(args.task)
+    agent = P.Agent(probe.observation_space, probe.action_space.n)
+    doc = E.api_doc(type(probe.unwrapped.make_api(0)))
+    probe.close()
+    ppo = P.PPO(agent, cfg, device=device, total_steps=args.total_steps)
+    library = Library()
+    state = {"iteration": 0, "phase": "plan", "plan": None, "feedback": None, "history": []}
+    ckpt = run_dir / "checkpoint.pt"
+    if args.resume and ckpt.is_file():
+        actions, state = P.load_checkpoint(str(ckpt), ppo)
+        library = Library([E.CodeAction(**a) for a in actions], state.pop("library_active"))
+        print(f"resumed from {ckpt}: iteration {state['iteration'] + 1}, {ppo.global_step} env steps done")
+    slow, fast = SlowAgent(llm), FastAgent(llm, dry_run_task=args.task, dry_run_steps=args.max_macro_steps)
+    run["slow"] = slow
+    try:
+        while state["iteration"] < args.iterations:
+            k = run["iteration"] = state["iteration"]
+            if state["phase"] == "plan":
+                if args.mode != "rl":
+                    agents_phase(args, run, slow, fast, library, state, doc)
+                grow = E.CrafterEnv().action_space.n + len(library.actions) - agent.n_actions
+                if grow > 0:
+                    agent.extend(grow, prior=cfg.new_action_prior)
+                state["phase"] = "train"
+                save(run, ppo, library, state)
+            train_iteration(args, run, ppo, library, state)
+            state["iteration"] += 1
+            state["phase"] = "plan"
+            save(run, ppo, library, state)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: resume with  python train.py --resume {run_dir}", file=sys.stderr)
+        return 130
+    except LLMError as e:
+        print(f"error: the LLM could not be used: {e}", file=sys.stderr)
+        return 2
+    finally:
+        run["writer"].close()
+        if server is not None:
+            server.stop()
+    report.write_summary(run_dir, state["history"], args)
+    print(f"done: {ppo.global_step} env steps; summary in {run_dir / 'summary.md'}")
+    return 0
