@@ -16,12 +16,13 @@ import argparse
 import difflib
 import inspect
 import json
-from collections import deque
+from collections import defaultdict, deque
 from dataclasses import dataclass
 from pathlib import Path
 
 import crafter
 import crafter.constants as C
+import crafter.engine
 import gymnasium as gym
 import numpy as np
 
@@ -132,6 +133,30 @@ def get_task(name: str) -> Task:
         hint = f" Did you mean {', '.join(close)}?" if close else ""
         raise ValueError(f"unknown task {name!r}.{hint} `python env.py --list` prints every task.")
     return TASKS[name]
+
+
+# ----------------------------------------------------------------------------------------------
+# Determinism: Crafter keeps each chunk's creatures in a `set`, which iterates in memory-address
+# order, so which zombie or cow (de)spawns differs between runs with the same seed and actions.
+# Insertion-ordered chunks make a seed and an action sequence give one trajectory (the statistics of
+# the game are unchanged: only the order of an iteration becomes fixed).
+
+
+class _OrderedSet(dict):
+    def add(self, item) -> None:
+        self[item] = None
+
+    def remove(self, item) -> None:
+        del self[item]
+
+
+def _ordered_world_reset(world, seed=None) -> None:
+    _crafter_world_reset(world, seed)
+    world._chunks = defaultdict(_OrderedSet)
+
+
+_crafter_world_reset = crafter.engine.World.reset
+crafter.engine.World.reset = _ordered_world_reset
 
 
 # ----------------------------------------------------------------------------------------------

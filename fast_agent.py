@@ -44,6 +44,7 @@ Rules:
 - Write one function `def {name}(api):` (small helper functions are allowed).
 - No imports, no names starting with an underscore, no file or network access: only `api`.
 - Return True when it succeeded and False when it could not; stop early rather than wander.
+- One call may take at most {budget} environment steps (api.steps_left() counts them down).
 
 Write `{name}`: {spec}{feedback}
 Reply with only the code in one ```python block."""
@@ -89,7 +90,10 @@ def _docstring(source: str, name: str) -> str | None:
 
 
 class FastAgent:
-    """Code writer. `llm` is an LLMClient/ReplayClient, or None for the hand-written skill library."""
+    """Code writer. `llm` is an LLMClient/ReplayClient, or None for the hand-written skill library.
+
+    The dry run uses `dry_run_steps` as the step budget of one call: pass the macro-step budget
+    training will use, so code that passes here is not cut off there."""
 
     def __init__(self, llm=None, *, max_attempts: int = 4, dry_run_task: str = "collect_wood",
                  dry_run_seed: int = 0, dry_run_steps: int = 64):
@@ -103,7 +107,7 @@ class FastAgent:
         if self.llm is None:
             return self._library(subaction)
         prompt = WRITE_PROMPT.format(api_doc=env_doc, example=CHOP_TREE.source.strip("\n"),
-                                     name=subaction.name, spec=subaction.spec,
+                                     name=subaction.name, spec=subaction.spec, budget=self.dry_run_steps,
                                      feedback=FEEDBACK_NOTE.format(feedback=feedback) if feedback else "")
         messages = [{"role": "system", "content": WRITE_SYSTEM}, {"role": "user", "content": prompt}]
         for _ in range(self.max_attempts):

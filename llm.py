@@ -201,6 +201,16 @@ class LLMClient:
             record.update(latency_s=round(time.monotonic() - t0, 4), attempts=attempts)
             self._write(record)
 
+    def check_reachable(self) -> None:
+        """Fail fast, before a run spends minutes, if nothing listens at the URL. Only a refused or
+        timed-out connection counts: any HTTP answer (even 401/404 on /models) means a server is there."""
+        try:
+            self._session.get(f"{self.url}/models", timeout=(self.connect_timeout, self.connect_timeout),
+                              headers={"Authorization": f"Bearer {self._key}"} if self._key else {})
+        except (requests.ConnectionError, requests.Timeout) as e:
+            raise LLMError(f"cannot reach an LLM server at {self.url} ({type(e).__name__}): check that it is "
+                           "running and that --llm-url / RLGPT_LLM_URL is its OpenAI-style /v1 base") from None
+
     def _payload(self, messages, images, schema, fmt, temperature, max_tokens) -> dict:
         """The wire request: images become data-URL parts, and the schema goes where `fmt` says."""
         msgs = [dict(m) for m in messages]

@@ -8,18 +8,20 @@ text is untrusted, so it passes three layers:
    introspection builtins, no classes, `global`, `with` or `finally`, and `except` may only name the
    builtin Exception subclasses, so a stop (an `Interrupt`, a BaseException) can never be swallowed.
 2. `compile_action` rewrites the operations that can blow up inside one C call (`*`, `**`, `<<`, `+`,
-   `%`, `str.join`/`replace`, f-string fields) into size-checked helpers and runs the module with
-   restricted builtins (`range`, `str`, `zip`, ... wrapped to refuse huge inputs).
+   `-`, `%`, `str.join`/`replace`, f-string fields) into size-checked helpers and runs the module with
+   restricted builtins (`range`, `str`, `int`, `zip`, ... wrapped to refuse huge inputs or results).
 3. `run` calls the entry function with a read-only proxy of the api under `sys.settrace`: a time
-   budget for the model's own lines (the clock stops inside api calls), a depth limit for recursion
-   and a memory limit; print() goes to `RunResult.log`.
+   and a line budget for the model's own code (the clock stops inside api calls, which are capped
+   in number instead), a depth limit for recursion and a memory limit, in a thread of its own with a
+   large C stack; print() goes to `RunResult.log`.
 
     fn = compile_action(source, "chop_tree")   # raises SandboxError(message, lineno)
     result = run(fn, api, time_limit=1.0)       # never raises for anything the code does
 
-Not bounded: a single builtin C call over a container the code already built (say, sorting a few
-million long equal strings, or a set of hash-colliding ints) runs to its end before the next line
-check. The containers themselves are bounded by the memory limit.
+Not bounded: a single builtin C call over containers the code already built runs to its end before
+the next line check. Sizes are capped (MAX_LEN, MAX_INT, the memory limit), but their product is not:
+`b in [a] * 10**6`, with `a` and `b` distinct equal strings of 10**6 characters, compares for minutes.
+That costs time, not memory; the budgets cannot cut it short.
 """
 
 import ast
@@ -40,16 +42,24 @@ import numpy as np
 
 MAX_SOURCE_CHARS = 20_000  # a code action is a short function, not a program
 MAX_LEN = 1_000_000  # longest str/list/tuple/range one operation may build, or a builtin may consume
-MAX_INT_BITS = 100_000  # largest int `*`, `**` and `<<` may build (about 30k digits)
+# Largest |int| the code may build. From 2**61 - 1 on, ints share hashes (hash(x) is x mod 2**61 - 1),
+# and a set of a few thousand colliding ints takes seconds of quadratic work in one C call.
+MAX_INT = 2**60
 MAX_DEPTH = 200  # nested calls of the model's own functions
+MAX_LINES = 50_000  # lines of the model's own code per run: a deterministic bound on its work
 MEMORY_LIMIT_MB = 128  # resident memory the model's code may add during one run
+# C stack of the thread running model code. CPython 3.11 hashes nested tuples by unguarded C recursion,
+# ~64 bytes a level; the memory limit allows ~2.4M levels of 56-byte tuples, which need ~150 MB
+# (a default 8 MB stack segfaults past ~120k levels). Only the pages touched are ever used.
+STACK_MB = 256
 MAX_LOG_CHARS = 10_000  # print() output kept per run
 MAX_PLAIN_ITEMS = 100_000  # items in one value crossing the api boundary
+MAX_API_CALLS = 10_000  # api calls per run: they are off the clock, so `while api.view(): pass` needs a cap
 FILENAME_PREFIX = "<llm:"  # code objects compiled from model source; only these are traced
 
 
 class SandboxError(Exception):
-    """Code rejected by the checker (or failed to compile). .lineno = line in the model's own code (1-based) or None."""
+    """Code rejected by the checker (or failed to compile). .lineno: line in the model's code, or None."""
 
     def __init__(self, message: str, lineno: int | None = None):
         super().__init__(f"line {lineno}: {message}" if lineno else message)
@@ -57,20 +67,24 @@ class SandboxError(Exception):
 
 
 class Interrupt(BaseException):
-    """Base of every stop imposed on LLM code; BaseException so model code's `except Exception` cannot swallow it."""
+    """Base of every stop imposed on LLM code: a BaseException, which no `except` it may write catches.
+    `reason` is what RunResult.stopped reports."""
 
     reason = "interrupt"
 
 
 class StepBudgetExceeded(Interrupt):
+    """Raised by the primitive API when the action's env-step budget is spent."""
     reason = "step_budget"
 
 
 class EpisodeEnded(Interrupt):
+    """Raised by the primitive API when the episode terminated or was truncated inside the action."""
     reason = "episode_ended"
 
 
 class TimeBudgetExceeded(Interrupt):
+    """The model's own code ran past its time budget (api calls excluded) or its line budget."""
     reason = "time_budget"
 
 
@@ -80,6 +94,10 @@ class MemoryBudgetExceeded(Interrupt):
 
 class RecursionBudgetExceeded(Interrupt):
     reason = "recursion"
+
+
+class ApiCallBudgetExceeded(Interrupt):
+    reason = "api_calls"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -100,9 +118,9 @@ _FORBIDDEN_NAMES = {"exec", "eval", "compile", "open", "getattr", "setattr", "de
                     "vars", "dir", "input", "breakpoint", "help", "type", "object", "super", "memoryview",
                     "exit", "quit"}
 # format/format_map reach attributes through "{0.x}"; mro() reaches BaseException; gi_/f_/tb_/co_ reach
-# frames and their globals; the rest build huge outputs from small inputs in one C call.
+# frames and their globals; the rest build huge strings or ints from small inputs in one C call.
 _DENIED_ATTRS = {"format", "format_map", "mro", "with_traceback", "encode", "to_bytes", "translate",
-                 "center", "ljust", "rjust", "zfill", "expandtabs"}
+                 "center", "ljust", "rjust", "zfill", "expandtabs", "from_bytes", "as_integer_ratio"}
 _DENIED_PREFIXES = ("gi_", "ag_", "cr_", "f_", "tb_", "co_")
 _MAX_FSTRING_FIELDS = 20
 
@@ -133,8 +151,8 @@ def _parse(source: str, entry: str) -> ast.Module:
     entries = [stmt for stmt in body if stmt.name == entry]
     if len(entries) != 1:
         raise SandboxError(f"define exactly one function `def {entry}(api):`")
-    args = entries[0].args
-    if len(args.args) != 1 or args.posonlyargs or args.vararg or args.kwonlyargs or args.kwarg or args.defaults:
+    a = entries[0].args
+    if len(a.args) != 1 or a.posonlyargs or a.vararg or a.kwonlyargs or a.kwarg or a.defaults:
         raise SandboxError(f"the entry function must take exactly one argument: `def {entry}(api):`",
                            entries[0].lineno)
     for node in ast.walk(tree):
@@ -165,8 +183,10 @@ def _check_node(node: ast.AST) -> None:
         defaults = node.args.defaults + [d for d in node.args.kw_defaults if d is not None]
         if not all(isinstance(d, ast.Constant) for d in defaults):  # defaults run at definition time
             reject("default argument values must be plain constants")
-    elif isinstance(node, ast.arg | ast.keyword) and node.arg is not None:
-        _check_identifier(node.arg, binding=isinstance(node, ast.arg), lineno=lineno)
+    elif isinstance(node, ast.arg):
+        _check_identifier(node.arg, binding=True, lineno=lineno)
+    elif isinstance(node, ast.keyword) and node.arg and node.arg.startswith("_"):
+        reject(f"keyword names starting with '_' are not allowed ({node.arg})")
     elif isinstance(node, ast.ExceptHandler):
         kinds = node.type.elts if isinstance(node.type, ast.Tuple) else [node.type]
         if not all(isinstance(k, ast.Name) and k.id in SAFE_EXCEPTIONS for k in kinds):
@@ -177,12 +197,15 @@ def _check_node(node: ast.AST) -> None:
         reject("`finally` is not allowed")
     elif isinstance(node, ast.Constant) and isinstance(node.value, bytes):
         reject("bytes literals are not allowed")
+    elif isinstance(node, ast.Constant) and isinstance(node.value, int) and abs(node.value) > MAX_INT:
+        reject("integer literals beyond +-2**60 are not allowed")
     elif isinstance(node, ast.JoinedStr):
         if sum(isinstance(v, ast.FormattedValue) for v in node.values) > _MAX_FSTRING_FIELDS:
             reject(f"an f-string may have at most {_MAX_FSTRING_FIELDS} fields")
     elif isinstance(node, ast.FormattedValue) and node.format_spec is not None:
         spec = node.format_spec.values
-        if not all(isinstance(v, ast.Constant) for v in spec) or re.search(r"\d{4}", str(spec[0].value)):
+        if not all(isinstance(v, ast.Constant) for v in spec) or re.search(r"\d{4}", "".join(
+                str(v.value) for v in spec)):
             reject("f-string format specs must be constants with widths below 1000")
     elif isinstance(node, ast.List | ast.Tuple | ast.Set | ast.Call):
         items = node.args if isinstance(node, ast.Call) else node.elts
@@ -220,14 +243,20 @@ def _check_arith(op: str, a: object, b: object) -> None:
     elif op == "+" and isinstance(a, seq) and isinstance(b, seq):
         _check_size(len(a) + len(b), "concatenated sequence")
     elif isinstance(a, int) and isinstance(b, int):
-        bits = {"*": a.bit_length() + b.bit_length(),
-                "**": a.bit_length() * b if b > 0 and abs(a) > 1 else 0,
+        bits = {"*": a.bit_length() + b.bit_length() - 1,  # lower bounds on the result's bit length
+                "**": (a.bit_length() - 1) * b if b > 0 else 0,
                 "<<": a.bit_length() + b if a else 0}.get(op, 0)
-        if bits > MAX_INT_BITS:
-            raise ValueError(f"integer result of {op} would have {bits} bits (the limit is {MAX_INT_BITS})")
+        _small(MAX_INT * 2 if bits > 61 else _OPERATORS[op](a, b))  # so 10 ** 10 ** 10 never runs
 
 
-_OPERATORS = {"*": operator.mul, "**": operator.pow, "<<": operator.lshift, "+": operator.add, "%": operator.mod}
+def _small(x: object) -> object:
+    if isinstance(x, int) and not -MAX_INT <= x <= MAX_INT:
+        raise ValueError("integer results beyond +-2**60 are not allowed in code actions")
+    return x
+
+
+_OPERATORS = {"*": operator.mul, "**": operator.pow, "<<": operator.lshift, "+": operator.add,
+              "-": operator.sub, "%": operator.mod}
 
 
 def _arith(op: str, a: object, b: object) -> object:
@@ -294,29 +323,40 @@ def _str(value: object = "") -> str:
 def _range(*args: int) -> range:
     r = range(*args)
     _check_size(len(r), "range")
+    _small(r.start)
+    _small(r.stop)
     return r
+
+
+def _int(value: object = 0, *base: int) -> int:
+    return _small(int(value, *base))
+
+
+def _round(number: float, ndigits: int | None = None) -> float:
+    return _small(round(number, ndigits))
 
 
 def _sum(iterable, start=0):
     if not isinstance(start, int | float):  # sum(lists, []) is quadratic and unbounded
         raise TypeError("sum() start must be a number")
-    return sum(iterable, start)
+    return _small(sum(iterable, start))
 
 
 def _consumable(iterable: object, what: str) -> object:
+    """Size-checked, and lists copied: `a.extend(zip(a))` would otherwise grow `a` forever in C."""
     if isinstance(iterable, str | list | tuple | dict | set | range):
         _check_size(len(iterable), what)
-    return iterable
+    return tuple(iterable) if isinstance(iterable, list) else iterable
 
 
 def _zip(*iterables):
     if len(iterables) > 16:
         raise ValueError("zip() of more than 16 iterables")
-    return zip(*(_consumable(it, "zip() argument") for it in iterables))
+    return zip(*(_consumable(it, "zip() argument") for it in iterables))  # noqa: B905 - plain zip()
 
 
 def _enumerate(iterable, start=0):
-    return enumerate(_consumable(iterable, "enumerate() argument"), start)
+    return enumerate(_consumable(iterable, "enumerate() argument"), _small(start))
 
 
 def _print(*args: object, sep: str = " ", end: str = "\n") -> None:
@@ -325,21 +365,21 @@ def _print(*args: object, sep: str = " ", end: str = "\n") -> None:
 
 
 def _isinstance(obj: object, kinds) -> bool:
-    """isinstance() that understands the wrapped `str`, `range`, `zip` and `enumerate`."""
+    """isinstance() that understands the wrapped `str`, `int`, `range`, `zip` and `enumerate`."""
     if isinstance(kinds, tuple):
         return isinstance(obj, tuple(_WRAPPED_TYPES.get(k, k) for k in kinds))
     return isinstance(obj, _WRAPPED_TYPES.get(kinds, kinds))
 
 
-_WRAPPED_TYPES = {_str: str, _range: range, _zip: zip, _enumerate: enumerate}
+_WRAPPED_TYPES = {_str: str, _int: int, _range: range, _zip: zip, _enumerate: enumerate}
 _BUILTINS = {
     "range": _range, "len": len, "min": min, "max": max, "abs": abs, "sum": _sum, "any": any, "all": all,
     "enumerate": _enumerate, "zip": _zip, "sorted": sorted, "reversed": reversed, "list": list,
-    "dict": dict, "set": set, "tuple": tuple, "int": int, "float": float, "bool": bool, "str": _str,
-    "isinstance": _isinstance, "round": round, "print": _print, **SAFE_EXCEPTIONS,
+    "dict": dict, "set": set, "tuple": tuple, "int": _int, "float": float, "bool": bool, "str": _str,
+    "isinstance": _isinstance, "round": _round, "print": _print, **SAFE_EXCEPTIONS,
 }
 _HELPERS = {"_arith": _arith, "_aug": _aug, "_sized_method": _sized_method, "_text": _text}
-_GUARDED_OPS = {ast.Mult: "*", ast.Pow: "**", ast.LShift: "<<", ast.Add: "+", ast.Mod: "%"}
+_GUARDED_OPS = {ast.Mult: "*", ast.Pow: "**", ast.LShift: "<<", ast.Add: "+", ast.Sub: "-", ast.Mod: "%"}
 
 
 class _Guard(ast.NodeTransformer):
@@ -408,25 +448,28 @@ def compile_action(source: str, entry: str) -> Callable:
 
 @dataclass
 class RunResult:
+    """What one call of a code action did; `error` and `lineno` are written for the fast agent's retry."""
+
     returned: object  # what the function returned, as plain data (None if it did not return)
     error: str | None  # "line 3: ZeroDivisionError: division by zero\n    x = 1 / 0"; also set for
-    # the sandbox's own stops (time, memory, recursion), which are the code's fault
+    # the sandbox's own stops (time or lines, memory, recursion, api calls), which are the code's fault
     lineno: int | None  # line in the model's code where it failed or was stopped
     stopped: str | None  # None or an Interrupt's reason: "step_budget", "episode_ended", "time_budget", ...
     log: list[str] = field(default_factory=list)  # captured print() lines, at most MAX_LOG_CHARS
 
 
 _PAGE_MB = resource.getpagesize() / 2**20
-_local = threading.local()  # the run in progress on this thread (sys.settrace is per thread too)
+_local = threading.local()  # the run whose model code this thread executes
 
 
 def _rss_mb() -> float:
-    """Resident memory of this process: current on Linux, peak elsewhere (the best the OS offers cheaply)."""
+    """Resident memory of this process: current on Linux, else the peak (the best the OS offers cheaply)."""
     try:
         with open("/proc/self/statm", "rb") as f:
             return int(f.read().split()[1]) * _PAGE_MB
     except OSError:
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (2**20 if sys.platform == "darwin" else 2**10)
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak / (2**20 if sys.platform == "darwin" else 2**10)
 
 
 def _current() -> "_Run":
@@ -442,8 +485,8 @@ class _Run:
     def __init__(self, time_limit: float):
         self.time_limit, self.deadline = time_limit, perf_counter() + time_limit
         self.memory_ceiling, self.next_memory_check = _rss_mb() + MEMORY_LIMIT_MB, 0.0
-        self.depth, self.output, self.output_chars = 0, [], 0
-        self.outer_trace = sys.gettrace()
+        self.depth, self.lines, self.api_calls, self.output, self.output_chars = 0, 0, 0, [], 0
+        self.outer_trace = None  # the tracer the worker thread started with (threading.settrace's)
 
     def trace_call(self, frame, event, arg):
         """Global tracer: only frames compiled from model source get line events (and a depth count)."""
@@ -454,6 +497,9 @@ class _Run:
 
     def trace_line(self, frame, event, arg):
         if event == "line":
+            self.lines += 1
+            if self.lines > MAX_LINES:
+                raise TimeBudgetExceeded(f"the code ran more than {MAX_LINES} lines (an endless loop?)")
             if self.depth > MAX_DEPTH:  # checked here, not at "call", to report the recursive call's line
                 raise RecursionBudgetExceeded(f"more than {MAX_DEPTH} nested calls")
             now = perf_counter()
@@ -468,17 +514,24 @@ class _Run:
             self.depth -= 1
         return self.trace_line
 
-    def outside(self, fn: Callable, *args, **kwargs) -> object:
-        """Call trusted api code with the budget clock stopped and our tracer off (no overhead there)."""
-        sys.settrace(self.outer_trace)
-        start = perf_counter()
+    def call_api(self, method: Callable, args: tuple, kwargs: dict) -> object:
+        """One api call: plain data in and out; inside, the budget clock stops and our tracer is off
+        (a coverage tool's, if any, is back), so env code runs at full speed."""
+        self.api_calls += 1
+        if self.api_calls > MAX_API_CALLS:
+            raise ApiCallBudgetExceeded(f"more than {MAX_API_CALLS} api calls (waiting for something?)")
+        sys.settrace(self.outer_trace)  # also spares _plain the tracer's per-call overhead
         try:
-            return fn(*args, **kwargs)
-        except Exception as e:  # re-raised without its args, which could hold env objects
-            kind = type(e) if type(e) in (*SAFE_EXCEPTIONS.values(), AttributeError) else RuntimeError
-            raise kind(_str(e)[:500] if kind is type(e) else f"{type(e).__name__}: {_str(e)[:500]}") from None
+            args, kwargs = _plain(args) if args else (), _plain(kwargs) if kwargs else {}
+            start = perf_counter()
+            try:
+                value = method(*args, **kwargs)
+            except Exception as e:
+                raise _scrubbed(e) from None
+            finally:
+                self.deadline += perf_counter() - start
+            return _plain(value)
         finally:
-            self.deadline += perf_counter() - start
             sys.settrace(self.trace_call)
 
     def write(self, text: str) -> None:
@@ -492,8 +545,6 @@ class _ApiProxy:
     """What the model's code sees as `api`: the public names of the real api, read-only, and calls
     that take and return plain data only (no env objects can leak in either direction)."""
 
-    __slots__ = ("_api", "_run")
-
     def __init__(self, api: object, state: _Run):
         object.__setattr__(self, "_api", api)
         object.__setattr__(self, "_run", state)
@@ -501,15 +552,16 @@ class _ApiProxy:
     def __getattr__(self, name: str) -> object:
         if name.startswith("_"):
             raise AttributeError(f"the api has no public attribute {name!r}")
-        state = self._run
-        value = state.outside(getattr, self._api, name)
+        try:
+            value = getattr(self._api, name)
+        except Exception as e:
+            raise _scrubbed(e) from None
         if not callable(value):
             return _plain(value)
-
-        def call(*args, **kwargs):
-            return _plain(state.outside(value, *_plain(args), **_plain(kwargs)))
-
-        return call
+        state = self._run
+        method = lambda *args, **kwargs: state.call_api(value, args, kwargs)  # noqa: E731
+        object.__setattr__(self, name, method)  # cached: the next lookup skips __getattr__
+        return method
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("the api is read-only")
@@ -521,8 +573,25 @@ class _ApiProxy:
         return "<api>"
 
 
+_SCALARS = frozenset({type(None), bool, int, float, str})
+
+
+def _scrubbed(error: Exception) -> Exception:
+    """The api's exception rebuilt from its message: its args (or an AttributeError's .obj) could
+    hold env objects. Types the model may not know become RuntimeError."""
+    message = _str(error)[:500]
+    if type(error) in (*SAFE_EXCEPTIONS.values(), AttributeError):
+        return type(error)(message)
+    return RuntimeError(f"{type(error).__name__}: {message}")
+
+
 def _plain(value: object) -> object:
     """A copy of `value` made of None, bool, int, float, str, list, tuple and dict only."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind in (tuple, list) and len(value) < 16 and all(type(v) in _SCALARS for v in value):
+        return kind(value)  # the common small case (args, positions), without the walk below
     count = 0
 
     def copy(x, depth):
@@ -530,7 +599,7 @@ def _plain(value: object) -> object:
         count += 1
         if count > MAX_PLAIN_ITEMS or depth > 32:
             raise ValueError("value too large or too deeply nested to pass the api boundary")
-        if x is None or type(x) in (bool, int, float, str):
+        if type(x) in _SCALARS:
             return x
         if type(x) in (list, tuple):
             return type(x)(copy(v, depth + 1) for v in x)
@@ -556,26 +625,48 @@ def _model_line(tb) -> tuple[int | None, str]:
 
 
 def run(fn: Callable, api: object, *, time_limit: float = 1.0) -> RunResult:
-    """Call `fn(api)` under the budgets; never raises for anything the model's code does."""
-    state = _Run(time_limit)
-    previous, _local.run = getattr(_local, "run", None), state
-    result = RunResult(None, None, None, None)
-    sys.settrace(state.trace_call)
+    """Call `fn(api)` under the budgets; never raises for anything the model's code does.
+
+    The code runs in a short-lived thread of its own, which the caller waits for: it has a large C
+    stack (see STACK_MB), its own tracer, and its own sys.exc_info() (CPython 3.11 can leave a handled
+    exception behind when a trace function raises inside an `except` block)."""
+    state, outcome = _Run(time_limit), {}
+
+    def work() -> None:
+        _local.run, state.outer_trace = state, sys.gettrace()
+        sys.settrace(state.trace_call)
+        try:
+            outcome["value"] = fn(_ApiProxy(api, state))
+        except BaseException as e:  # noqa: BLE001 - handed over to the calling thread below
+            outcome["raised"] = e
+        finally:
+            sys.settrace(None)
+
+    previous = threading.stack_size(STACK_MB * 2**20)
     try:
-        value = fn(_ApiProxy(api, state))
-        sys.settrace(state.outer_trace)
-        result.returned = _plain(value)
-    except Interrupt as stop:
-        result.stopped = stop.reason
-        result.lineno, text = _model_line(stop.__traceback__)
-        if not isinstance(stop, StepBudgetExceeded | EpisodeEnded):  # the sandbox's stops are errors
-            result.error = f"line {result.lineno}: stopped: {stop}\n    {text}" if result.lineno else str(stop)
-    except Exception as e:  # noqa: BLE001 - whatever the model's code raised
-        result.lineno, text = _model_line(e.__traceback__)
-        message = f"{type(e).__name__}: {_str(e)[:500] if _text_size(e, 10_000) <= 10_000 else '...'}"
-        result.error = f"line {result.lineno}: {message}\n    {text}" if result.lineno else message
+        worker = threading.Thread(target=work, name="sandbox", daemon=True)
+        worker.start()
     finally:
-        sys.settrace(state.outer_trace)
-        _local.run = previous
-    result.log = "".join(state.output).splitlines()
+        threading.stack_size(previous)
+    worker.join()
+    result = RunResult(None, None, None, None, "".join(state.output).splitlines())
+    raised = outcome.get("raised")
+    if raised is None:
+        try:
+            result.returned = _plain(outcome["value"])
+        except (TypeError, ValueError) as e:
+            result.error = f"{type(e).__name__}: the code action returned it: {e}"
+    elif isinstance(raised, Interrupt):
+        result.stopped = raised.reason
+        result.lineno, text = _model_line(raised.__traceback__)
+        if not isinstance(raised, StepBudgetExceeded | EpisodeEnded):  # the sandbox's stops are errors
+            where = f"line {result.lineno}: " if result.lineno else ""
+            result.error = f"{where}stopped: {raised}" + (f"\n    {text}" if text else "")
+    elif isinstance(raised, Exception):  # whatever the model's code raised
+        result.lineno, text = _model_line(raised.__traceback__)
+        shown = _str(raised)[:500] if _text_size(raised, 10_000) <= 10_000 else "..."
+        message = f"{type(raised).__name__}: {shown}"
+        result.error = f"line {result.lineno}: {message}\n    {text}" if result.lineno else message
+    else:
+        raise raised
     return result

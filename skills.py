@@ -9,8 +9,10 @@ through the same sandbox check and dry-run as LLM code.
     python skills.py --list                      # every skill and its doc
     python skills.py --task collect_diamond      # the reference plan of a task, as the slow agent's JSON
     python skills.py --skill mine_stone          # a skill's source, exactly as the sandbox receives it
+    python skills.py --program collect_iron      # the whole-task program of `train.py --mode code`
 
-Read top to bottom: helpers shared by several skills -> the skills -> the reference plans.
+Read top to bottom: helpers shared by several skills -> the skills -> the reference plans -> the
+whole-task programs (the pure code-as-policy baseline, built from the same skills).
 Crafter rules the skills rely on (this Crafter version, see crafter/data.yaml): a tree gives 1 wood and
 turns into grass; a table costs 2 wood, a furnace 4 stone; crafting needs the station in one of the
 8 cells around the player; mined stone/coal/iron/diamond leave a walkable `path`.
@@ -22,6 +24,8 @@ import argparse
 import ast
 import json
 
+import crafter.constants as C
+
 from env import TASKS, CodeAction, get_task
 
 LABEL = "[hand-written reference skill, not LLM output] "
@@ -30,16 +34,9 @@ LABEL = "[hand-written reference skill, not LLM output] "
 # Helpers: plain functions that are pasted into the source of each skill that calls them, because a
 # code action is one self-contained source text (that is what the sandbox checks and compiles).
 
-NEAR = '''
-def near(api, name):
-    """True if `name` is in one of the 8 cells around the player: close enough to craft with."""
-    view = api.view()
-    return any(view[3 + dy][4 + dx] == name for dy in [-1, 0, 1] for dx in [-1, 0, 1])
-'''
-
 FACE_FREE = '''
 def face_free(api, free):
-    """Face a cell whose name is in `free` (to place something on it), taking at most one step.
+    """Face a cell whose name is in `free` (to place something on it), in one step if it can.
     A walkable cell cannot be faced without stepping onto it, so step towards a free cell two away."""
     if api.in_front() in free:
         return True
@@ -52,61 +49,96 @@ def face_free(api, free):
         if view[3 + dy][4 + dx] in ["grass", "sand", "path"] and view[3 + 2 * dy][4 + 2 * dx] in free:
             api.move(d)
             return api.in_front() in free
-    return False
-'''
-
-DIG = '''
-def dig_toward(api, name):
-    """One step straight towards the nearest visible `name`, mining whatever blocks the way.
-    Only ever steps onto grass, sand or path, so lava and water are never entered."""
-    target = api.nearest(name)
-    if target is None:
-        return False
-    dx, dy = target
-    sx = 1 if dx > 0 else -1
-    sy = 1 if dy > 0 else -1
-    moves = {(-1, 0): "left", (1, 0): "right", (0, -1): "up", (0, 1): "down"}
-    for dist, (ux, uy) in sorted([(abs(dx), (sx, 0)), (abs(dy), (0, sy))], reverse=True):
-        if dist == 0:
-            continue
-        cell = api.view()[3 + uy][4 + ux]
-        if cell in ["grass", "sand", "path"]:
-            return api.move(moves[(ux, uy)])
-        if cell in ["stone", "coal", "iron", "diamond", "tree"]:
-            api.move(moves[(ux, uy)])  # blocked, so this only turns the player to face it
-            api.do()
-            if api.in_front() == "path" or api.in_front() == "grass":
-                return True
-    return False
+    return any(api.go_to(name, 10) for name in free)  # none close by: walk until facing one
 '''
 
 MINE = '''
 def mine(api, name):
-    """Reach the nearest visible `name` (digging through stone if it is walled in) and collect it."""
-    if api.nearest(name) is None:
-        return False
-    while api.steps_left() > 2:
-        if api.go_to(name, api.steps_left() - 1):
+    """Follow the shortest route in view to the nearest visible `name`, mining the stone or ore in
+    the way, then collect it. A creature in the way makes it plan again."""
+    for attempt in range(3):
+        route = route_to(api, name)
+        if route is None:
+            return False
+        for move in route:
+            if api.move(move) or api.in_front() == name:
+                continue
+            api.do()  # stone or ore in the way: mine it, then step in
+            if not api.move(move):
+                break
+        if api.in_front() == name:
             api.do()
             return api.in_front() != name  # collected: the cell changed (also when the inventory is full)
-        if not dig_toward(api, name):
-            return False
     return False
-''' + DIG
+
+
+def route_to(api, name):
+    """The moves of the shortest route in view to a cell next to `name`, the last one facing it, over
+    walkable cells and the stone and ores our pickaxes can break; None if there is none. Only grass,
+    sand and path are ever stepped on, so lava and water are never entered."""
+    inventory = api.inventory()
+    passable = ["grass", "sand", "path", "tree"]
+    if inventory["wood_pickaxe"] > 0:
+        passable += ["stone", "coal"]
+    if inventory["stone_pickaxe"] > 0:
+        passable += ["iron"]
+    view = api.view()
+    moves = {"left": (-1, 0), "right": (1, 0), "up": (0, -1), "down": (0, 1)}
+    routes = {(0, 0): []}  # cell -> the moves that reach it
+    queue = [(0, 0)]
+    for x, y in queue:  # breadth-first: the list grows while it is read
+        for move, (ux, uy) in moves.items():
+            cell = (x + ux, y + uy)
+            if cell in routes or abs(cell[0]) > 4 or abs(cell[1]) > 3:
+                continue
+            what = view[3 + cell[1]][4 + cell[0]]
+            if what == name:
+                return routes[(x, y)] + [move]
+            if what in passable:
+                routes[cell] = routes[(x, y)] + [move]
+                queue.append(cell)
+    return None
+'''
 
 CRAFT = '''
 def craft(api, item, uses, stations):
-    """Make `item` standing next to every station it needs, walking to a visible one first."""
+    """Make `item` with the materials `uses`, first walking into reach of every station it needs."""
     inventory = api.inventory()
     if any(inventory[k] < n for k, n in uses.items()):
         return False
-    for station in stations:
-        if not all(near(api, s) for s in stations) and api.nearest(station) is not None:
-            api.go_to(station, 30)
-    if not all(near(api, s) for s in stations):
-        return False
-    return api.make(item)
-''' + NEAR
+    walkable = ["grass", "sand", "path"]
+    for attempt in range(6):
+        route = route_to_stations(api, stations, walkable)
+        if route is None:  # only creatures are in the way: they move, so plan through them
+            route = route_to_stations(api, stations, walkable + ["cow", "zombie", "skeleton"])
+        if route is None:
+            return False
+        if all(api.move(move) for move in route):  # stops at a blocked move, then plans again
+            return api.make(item)
+    return False
+
+
+def route_to_stations(api, stations, through):
+    """The moves of the shortest walk in view, over cells named in `through`, to a cell with every
+    station among its 8 neighbours ([] if the player stands on one), or None if there is none."""
+    view = api.view()
+    moves = {"left": (-1, 0), "right": (1, 0), "up": (0, -1), "down": (0, 1)}
+    routes = {(0, 0): []}  # cell -> the moves that reach it
+    queue = [(0, 0)]
+    for x, y in queue:  # breadth-first: the list grows while it is read
+        around = [view[3 + y + dy][4 + x + dx] for dy in [-1, 0, 1] for dx in [-1, 0, 1]
+                  if abs(x + dx) <= 4 and abs(y + dy) <= 3]
+        if all(s in around for s in stations):
+            return routes[(x, y)]
+        for move, (ux, uy) in moves.items():
+            cell = (x + ux, y + uy)
+            if cell in routes or abs(cell[0]) > 4 or abs(cell[1]) > 3:
+                continue
+            if view[3 + cell[1]][4 + cell[0]] in through:
+                routes[cell] = routes[(x, y)] + [move]
+                queue.append(cell)
+    return None
+'''
 
 HUNT = '''
 def hunt(api, name):
@@ -127,11 +159,14 @@ def hunt(api, name):
 '''
 
 
+_PARTS: dict[str, tuple[str, tuple[str, ...]]] = {}  # skill -> (its own function, its helpers)
+
+
 def _skill(source: str, *helpers: str) -> CodeAction:
     """A skill's source is its own function followed by the helpers it calls; its doc is the docstring."""
     fn = ast.parse(source).body[0]
-    doc = LABEL + ast.get_docstring(fn)
-    return CodeAction(fn.name, source.strip() + "\n" + "".join(helpers), doc, fn.name)
+    _PARTS[fn.name] = ("\n" + source.strip() + "\n", helpers)  # each part opens with a blank line
+    return CodeAction(fn.name, source.strip() + "\n" + "".join(helpers), LABEL + ast.get_docstring(fn), fn.name)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -190,12 +225,12 @@ def place_furnace(api):
     """Place a furnace (4 stone), beside the table when one is in view."""
     if api.inventory()["stone"] < 4:
         return False
-    if api.nearest("table") is not None and not near(api, "table"):
+    if api.nearest("table") is not None:
         api.go_to("table", 30)
     if not face_free(api, ["grass", "sand", "path"]):
         return False
     return api.place("furnace")
-''', NEAR, FACE_FREE),
+''', FACE_FREE),
     _skill('''
 def mine_coal(api):
     """Walk (or dig) to the nearest visible coal and mine it; needs a wood pickaxe."""
@@ -242,21 +277,34 @@ def eat_cow(api):
 ''', HUNT),
     _skill('''
 def sleep_when_tired(api):
-    """Sleep while energy is below full; True if energy went up."""
-    start = api.inventory()["energy"]
-    if start >= 9:
+    """Sleep until energy is full and the player wakes up; True if energy went up. A zombie deals 7
+    damage to a sleeper, so it does not start with one in view unless walled in, and stops when hurt.
+    It builds no shelter itself: finding a safe spot is left to RL."""
+    start, health = api.inventory()["energy"], api.inventory()["health"]
+    view = api.view()
+    sides = [view[2][4], view[4][4], view[3][3], view[3][5]]
+    walled_in = all(side in ["stone", "tree", "water", "lava", "table", "furnace"] for side in sides)
+    if start >= 9 or (api.nearest("zombie") is not None and not walled_in):
         return False
     while api.inventory()["energy"] < 9 and api.steps_left() > 1:
         api.sleep()
+        if api.inventory()["health"] < health:  # attacked, and so woken up: let the RL agent react
+            return False
     api.noop()  # the first step with full energy wakes the player up
     return api.inventory()["energy"] > start
 '''),
     _skill('''
 def collect_sapling(api):
-    """Hit grass until a sapling drops (each try succeeds with probability 0.1)."""
+    """Hit grass until a sapling drops (each try succeeds with probability 0.1), fighting off zombies."""
     start = api.inventory()["sapling"]
+    sides = {(-1, 0): "left", (1, 0): "right", (0, -1): "up", (0, 1): "down"}
     while api.steps_left() > 1:
-        if api.in_front() != "grass" and not api.go_to("grass", 4):
+        zombie = api.nearest("zombie")
+        if zombie in sides:  # a zombie next to the player hits it every few steps: hit back first
+            api.move(sides[zombie])
+            api.do()
+            continue
+        if api.in_front() != "grass" and not api.go_to("grass", 10):
             return False
         api.do()
         if api.inventory()["sapling"] > start:
@@ -353,10 +401,9 @@ def reference_plan(task_name: str) -> dict:
             skill = SKILLS[STEPS[a][1]]
             subactions.append({"name": skill.name, "how": "code", "spec": _code_spec(skill),
                                "reason": CODE_REASON})
-    for key in (task.name, task.achievement):
-        if key in RL_ONLY:
-            name, spec = RL_ONLY[key]
-            subactions.append({"name": name, "how": "rl", "spec": spec, "reason": RL_REASON})
+    if task.name in RL_ONLY:
+        name, spec = RL_ONLY[task.name]
+        subactions.append({"name": name, "how": "rl", "spec": spec, "reason": RL_REASON})
     shaping = dict(SHAPING[a] for a in chain[:-1] if a in SHAPING) if task.achievement else {}
     mask = [] if task.achievement is None else [
         f"{verb}_{thing}" for verb, things in (("place", ["stone", "table", "furnace", "plant"]),
@@ -369,12 +416,80 @@ def reference_plan(task_name: str) -> dict:
             "rl_config": {"shaping": shaping, "mask_actions": mask}}
 
 
+# ----------------------------------------------------------------------------------------------
+# --mode code with no LLM: one program for the whole task (the pure code-as-policy baseline). It is
+# called again and again; each call tries the task's skills, most advanced first, and explores when
+# none applies. Written by hand, like everything in this file.
+
+EXPLORE = '''
+def explore(api):
+    """Walk up to 8 cells one way to bring new cells into view, never onto lava or water. The program
+    keeps no memory between calls, so the way is picked from what is in view."""
+    view = api.view()
+    moves = {"left": (-1, 0), "right": (1, 0), "up": (0, -1), "down": (0, 1)}
+    cells = [name for row in view for name in row]
+    way = list(moves)[sum(len(name) * (i + 1) for i, name in enumerate(cells)) % 4]
+    moved = False
+    for step in range(8):
+        dx, dy = moves[way]
+        if api.view()[3 + dy][4 + dx] not in ["grass", "sand", "path"] or api.steps_left() < 1:
+            break
+        moved = api.move(way) or moved
+    return moved
+'''
+SURVIVAL = {"collect_drink": 'inventory["drink"] < 6', "eat_cow": 'inventory["food"] < 6',
+            "wake_up": 'inventory["energy"] < 3'}
+EXTRA = {"fight_back": 'api.nearest("zombie") in [(-1, 0), (1, 0), (0, -1), (0, 1)] and hunt(api, "zombie")',
+         "defeat_zombie": 'hunt(api, "zombie")', "defeat_skeleton": 'hunt(api, "skeleton")',
+         "eat_plant": 'api.go_to("ripe_plant", 20) and api.do()'}  # RL-only achievements, done crudely
+
+
+def whole_task_program(task_name: str, max_macro_steps: int = 64) -> CodeAction:
+    """The task's skills behind one entry, `solve_task(api)`, each guarded so that it never works for
+    more than the chain needs (e.g. 5 stone for a stone pickaxe and a furnace, then no more mining)."""
+    task = get_task(task_name)
+    goal = task.achievement
+    chain = list(task.prerequisites) + [goal] if goal else TECH_TREE + list(SURVIVAL)
+    needs: dict[str, int] = {}  # materials the whole chain uses up
+    for a in chain:
+        verb, _, thing = a.partition("_")
+        for item, n in getattr(C, verb, {}).get(thing, {}).get("uses", {}).items():
+            needs[item] = needs.get(item, 0) + n
+    tools = " or ".join(f'inventory["{a[5:]}"] < 1' for a in chain if a.startswith("make_")) or "True"
+    iron_tools = " or ".join(f'inventory["{a[5:]}"] < 1' for a in chain if a.startswith("make_iron")) or "True"
+    guards = {"place_table": f'api.nearest("table") is None and ({tools})',
+              "place_furnace": f'api.nearest("furnace") is None and ({iron_tools})', **SURVIVAL}
+    for a in chain:
+        if a.startswith("collect_") and a[8:] in C.items:
+            guards[a] = f'inventory["{a[8:]}"] < {max(1, needs.get(a[8:], 0))}'
+        elif a.startswith("make_"):
+            guards[a] = f'inventory["{a[5:]}"] < 1'
+    alive = task.max_steps > 300  # long tasks: fight off zombies, drink, eat and sleep along the way
+    steps = ["fight_back"] * alive + [a for a in SURVIVAL if alive and a not in chain] + list(reversed(chain))
+    lines = []
+    for a in steps:  # staying alive first, then the most advanced step of the chain first
+        call = f"{STEPS[a][1]}(api)" if a in STEPS else EXTRA.get(a)
+        guard = guards.get(a) if a != goal else None
+        if call:
+            lines.append(f"    if {guard + ' and ' if guard else ''}{call}:\n        return True\n")
+    used = list(dict.fromkeys(STEPS[a][1] for a in steps if a in STEPS))
+    helpers = dict.fromkeys([h for n in used for h in _PARTS[n][1]] + [HUNT] * any(a in EXTRA for a in steps))
+    source = (f'''def solve_task(api):
+    """Whole-task program for {task.name}: one step of progress per call (at most {max_macro_steps} steps)."""
+    inventory = api.inventory()
+''' + "".join(lines) + "    return explore(api)\n" + "".join(_PARTS[n][0] for n in used)
+              + "".join(helpers) + EXPLORE)
+    return CodeAction("solve_task", source, LABEL + f"whole-task program for {task.name} (--mode code)",
+                      "solve_task")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--list", action="store_true", help="print every skill with its doc")
     parser.add_argument("--task", help="print this task's reference plan as JSON")
     parser.add_argument("--skill", help="print this skill's source")
+    parser.add_argument("--program", help="print this task's whole-task program")
     args = parser.parse_args(argv)
     if args.list:
         for skill in SKILLS.values():
@@ -382,8 +497,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"plans for: {', '.join(TASKS)}")
     elif args.task:
         print(json.dumps(reference_plan(args.task), indent=2))
-    elif args.skill in SKILLS:
-        print(f"# {SKILLS[args.skill].doc}\n{SKILLS[args.skill].source}")
+    elif args.skill in SKILLS or args.program:
+        action = SKILLS[args.skill] if args.skill else whole_task_program(args.program)
+        print(f"# {action.doc}\n{action.source}")
     else:
         parser.print_help()
     return 0

@@ -94,34 +94,22 @@ MAX_SUBACTIONS = 16  # each code sub-action widens the RL action space (the whol
 SHAPING_RANGE = (0.0, 1.0)  # never worth more than the task's own success reward of 1
 NAME_RE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 
-PLAN_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "subtasks": {"type": "array", "items": {"type": "string"}},
-        "subactions": {"type": "array", "minItems": 1, "items": {
-            "type": "object",
-            "properties": {"name": {"type": "string"}, "how": {"type": "string", "enum": ["code", "rl"]},
-                           "spec": {"type": "string"}, "reason": {"type": "string"}},
-            "required": ["name", "how", "spec", "reason"]}},
-        "rl_config": {"type": "object", "properties": {
-            "shaping": {"type": "object", "additionalProperties": {"type": "number"}},
-            "mask_actions": {"type": "array", "items": {"type": "string"}}}},
-    },
-    "required": ["subtasks", "subactions", "rl_config"],
-}
-
-FEEDBACK_SCHEMA = {
-    "type": "object",
-    "properties": {"summary": {"type": "string"},
-                   "to_code": {"type": "array", "items": {"type": "string"}},
-                   "to_rl": {"type": "array", "items": {"type": "string"}},
-                   "fixes": {"type": "object", "additionalProperties": {"type": "string"}}},
-    "required": ["summary", "to_code", "to_rl", "fixes"],
-}
+_STR, _STRS = {"type": "string"}, {"type": "array", "items": {"type": "string"}}
+PLAN_SCHEMA = {"type": "object", "required": ["subtasks", "subactions", "rl_config"], "properties": {
+    "subtasks": _STRS,
+    "subactions": {"type": "array", "minItems": 1, "items": {
+        "type": "object", "required": ["name", "how", "spec", "reason"],
+        "properties": {"name": _STR, "how": {"enum": ["code", "rl"]}, "spec": _STR, "reason": _STR}}},
+    "rl_config": {"type": "object", "properties": {
+        "shaping": {"type": "object", "additionalProperties": {"type": "number"}}, "mask_actions": _STRS}}}}
+FEEDBACK_SCHEMA = {"type": "object", "required": ["summary", "to_code", "to_rl", "fixes"], "properties": {
+    "summary": _STR, "to_code": _STRS, "to_rl": _STRS,
+    "fixes": {"type": "object", "additionalProperties": {"type": "string"}}}}
 
 
 class AgentError(Exception):
-    """The model kept replying with something unusable after every repair; the message says what."""
+    """The model kept replying with something unusable after every repair (or a hand-written reference
+    plan is invalid); the message says what."""
 
 
 @dataclass
@@ -212,8 +200,9 @@ class Feedback:
 # ----------------------------------------------------------------------------------------------
 # The agent.
 
-LOW_SUCCESS = 0.5  # rule-based critic: a code action returning True less often than this needs a fix
-MIN_CALLS = 10  # rule-based critic: fewer calls than this say too little about a success rate
+MIN_CALLS = 10  # rule-based critic: fewer calls than this say too little about a code action
+ERROR_SHARE = 0.1  # rule-based critic: code failing (raising, running out of budget) this often needs a fix
+LOW_SUCCESS = 0.5  # rule-based critic: returning True less often than this is worth a note
 
 
 class SlowAgent:
@@ -328,15 +317,17 @@ def rule_based_critique(plan: Plan, code_actions: list[CodeAction], stats: dict)
             to_rl.append(s.name)
             continue
         st = per_action.get(active[s.name].name) or {}
-        if not st.get("chosen"):
+        n, errors = st.get("chosen", 0), st.get("errors") or []
+        if not n:
             notes.append(f"{s.name} was never chosen by the RL agent")
-        elif st["chosen"] >= MIN_CALLS and st.get("success_rate", 0.0) < LOW_SUCCESS:
-            errors = st.get("errors") or []
-            fixes[s.name] = (f"returned True in only {_num(st['success_rate'])} of {st['chosen']} calls "
-                             f"(mean {_num(st.get('mean_steps', 0.0))} steps)"
-                             + (f"; most common error: {errors[0][0]}" if errors else "")
-                             + ". Act only when the target is visible and stop within the step budget.")
-            notes.append(f"{s.name} often fails")
+        elif n >= MIN_CALLS and sum(c for _, c in errors) >= ERROR_SHARE * n:
+            fixes[s.name] = (f"failed with an error in {sum(c for _, c in errors)} of {n} calls; most common: "
+                             f"{errors[0][0]} (x{errors[0][1]}). Act only when the target is visible and "
+                             "return before the step budget is spent.")
+            notes.append(f"{s.name} often fails with an error")
+        elif n >= MIN_CALLS and st.get("success_rate", 0.0) < LOW_SUCCESS:  # code fine, timing is RL's job
+            notes.append(f"{s.name} returned True in only {_num(st['success_rate'])} of its calls, without "
+                         "errors: the RL agent often calls it when its target is not in view")
     trend = stats.get("success_trend") or []
     direction = "not measured"
     if len(trend) >= 2:

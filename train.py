@@ -22,9 +22,7 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
-import difflib
 import inspect
-import io
 import json
 import sys
 import time
@@ -39,9 +37,10 @@ from tqdm import tqdm
 import env as E
 import ppo as P
 import report
+import skills
 from fast_agent import FastAgent
-from llm import LLMError, LLMClient, ReplayClient, configured_endpoint, start_local_server
-from slow_agent import Feedback, Plan, SlowAgent, SubAction
+from llm import LLMClient, LLMError, ReplayClient, configured_endpoint, start_local_server
+from slow_agent import AgentError, Feedback, Plan, SlowAgent, SubAction
 
 
 @dataclass
@@ -123,7 +122,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[Args, P.PPOConfig, argpar
     _add_fields(parser, P.PPOConfig, skip={"seed"})
     ns = vars(parser.parse_args(argv))
     args = Args(**{f.name: ns[f.name] for f in dataclasses.fields(Args)})
-    cfg = P.PPOConfig(**{f.name: ns[f.name] for f in dataclasses.fields(P.PPOConfig) if f.name in ns},
+    cfg = P.PPOConfig(**{f.name: ns[f.name] for f in dataclasses.fields(P.PPOConfig) if f.name != "seed"},
                       seed=args.seed)
     return args, cfg, parser
 
@@ -176,6 +175,7 @@ def make_llm(args: Args, run_dir: Path):
         client = LLMClient(server.url, "local", transcript=transcript, vision=False)
     else:
         client = LLMClient(args.llm_url, args.llm_model, transcript=transcript, vision=args.vision)
+        client.check_reachable()
     return client, server, f"{kind}: {client.url} model {client.model or '(server default)'}"
 
 
@@ -190,6 +190,9 @@ class Library:
 
     def add(self, sub: str, action: E.CodeAction) -> E.CodeAction:
         """A rewritten sub-action gets a new versioned name; its old version stays, masked."""
+        current = next((a for a in self.actions if a.name == self.active.get(sub)), None)
+        if current is not None and current.source == action.source:
+            return current  # the "rewrite" changed nothing: keep the action the agent already knows
         taken = {a.name for a in self.actions}
         name, v = sub, 1
         while name in taken:
@@ -300,6 +303,30 @@ def run_program(envs, action: int, steps: int, on_step, progress) -> dict:
             "success_rate": float(np.mean(episodes)) if episodes else float("nan")}
 
 
+def library_program(task: str) -> E.CodeAction:
+    """--mode code without an LLM: the task's reference skills chained into one hand-written program
+    that tries the furthest step of the chain first and explores when no skill applies."""
+    names = [s["name"] for s in skills.reference_plan(task)["subactions"] if s["how"] == "code"]
+    funcs: dict[str, str] = {}
+    for name in names:  # each skill's source carries its helpers; keep one copy of each function
+        src = skills.SKILLS[name].source
+        for node in ast.parse(src).body:
+            funcs.setdefault(node.name, ast.get_source_segment(src, node))
+    source = "\n\n".join(funcs.values()) + f'''
+
+
+def solve_task(api):
+    """Hand-written: do the furthest step of the chain that applies, else walk somewhere new."""
+    for skill in [{", ".join(reversed(names))}]:
+        if skill(api):
+            return True
+    grass = len([c for row in api.view() for c in row if c == "grass"])
+    api.move(["left", "up", "right", "down"][grass % 4], 4)
+    return False
+'''
+    return E.CodeAction("solve_task", source, "hand-written reference skills chained (not LLM output)")
+
+
 def whole_task_subaction(args: Args) -> SubAction:
     task = E.get_task(args.task) if not args.task.startswith("minedojo:") else None
     chain = ", ".join(task.prerequisites) if task else "(see the task)"
@@ -341,10 +368,10 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
         previous = Plan.from_dict(state["plan"]) if state["plan"] else None
         try:
             plan = slow.plan(E.get_task(args.task), doc, feedback=feedback, previous=previous)
-        except LLMError as e:
+        except (LLMError, AgentError) as e:
             if previous is None:
                 raise
-            tqdm.write(f"[iter {k}] the LLM failed while planning ({e}); carrying on with the last good plan")
+            tqdm.write(f"[iter {k}] planning failed ({e}); carrying on with the last good plan")
             plan = previous
         subs = plan.code_subactions
     state["plan"] = plan.to_dict()
@@ -355,7 +382,7 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
             continue  # accepted before and the critic is happy with it
         action = None
         if args.mode == "code" and run["llm"] is None:
-            action = skills.whole_task_program(args.task, args.max_macro_steps)
+            action = library_program(args.task)
         else:
             action = fast.write(sub, doc, feedback=fix)
         if action is None:
@@ -385,7 +412,8 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
         if args.mode == "code" and "solve_task" in library.active else None
     start, target = args.total_steps * k // args.iterations, args.total_steps * (k + 1) // args.iterations
     bar = tqdm(total=target - start, initial=min(target, ppo.global_step) - start, unit="step",
-               desc=f"iter {k + 1}/{args.iterations}", dynamic_ncols=True)
+               desc=f"iter {k + 1}/{args.iterations}", dynamic_ncols=True,
+               mininterval=0.5 if sys.stderr.isatty() else 30)  # a log file gets a line every 30 s
     stats, trend = CodeStats(library), []
     llm_calls = lambda: run["llm"].calls if run["llm"] is not None else 0
 
@@ -430,6 +458,7 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
                              "train_success": critic_stats["success_rate"], "eval_success": ev["success_rate"],
                              "eval_length": ev["mean_length"], "eval_env_steps": ev["env_steps"],
                              "code_actions": list(library.active.values()), "llm_calls": llm_calls(),
+                             "n_actions": ppo.agent.n_actions,
                              "wall_s": round(time.time() - t0, 1)})
     tqdm.write(f"[iter {k + 1}] env steps {ppo.global_step}: train success {critic_stats['success_rate']}, "
                f"eval success {ev['success_rate']:.2f} over {args.eval_episodes} episodes")
@@ -439,8 +468,8 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
     active = [a for a in library.actions if a.name in library.active.values()]
     try:
         feedback = run["slow"].critique(plan, active, critic_stats, frames)
-    except LLMError as e:
-        tqdm.write(f"[iter {k + 1}] the critic's LLM call failed ({e}); next plan goes without feedback")
+    except (LLMError, AgentError) as e:
+        tqdm.write(f"[iter {k + 1}] the critic failed ({e}); the next plan goes without feedback")
         return
     state["feedback"] = feedback.to_dict()
     (it_dir / "feedback.json").write_text(json.dumps(state["feedback"], indent=2))
@@ -504,7 +533,7 @@ def main(argv: list[str] | None = None) -> int:
     run["slow"] = slow
     try:
         while state["iteration"] < args.iterations:
-            k = run["iteration"] = state["iteration"]
+            run["iteration"] = state["iteration"]
             if state["phase"] == "plan":
                 if args.mode != "rl":
                     agents_phase(args, run, slow, fast, library, state, doc)
@@ -520,7 +549,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"\ninterrupted: resume with  python train.py --resume {run_dir}", file=sys.stderr)
         return 130
-    except LLMError as e:
+    except (LLMError, AgentError) as e:
         print(f"error: the LLM could not be used: {e}", file=sys.stderr)
         return 2
     finally:
@@ -530,3 +559,7 @@ def main(argv: list[str] | None = None) -> int:
     report.write_summary(run_dir, state["history"], args)
     print(f"done: {ppo.global_step} env steps; summary in {run_dir / 'summary.md'}")
     return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

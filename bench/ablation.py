@@ -33,8 +33,12 @@ import report  # noqa: E402
 MODES = ("rl", "code", "rlgpt")
 BUDGETS = {"collect_wood": 50_000, "place_table": 100_000, "make_wood_pickaxe": 200_000,
            "collect_stone": 300_000}
-QUICK_BUDGETS = {"collect_wood": 6_000, "place_table": 10_000, "make_wood_pickaxe": 16_000,
-                 "collect_stone": 20_000}
+QUICK_BUDGETS = {"collect_wood": 1_500, "place_table": 1_500, "make_wood_pickaxe": 2_000,
+                 "collect_stone": 2_000}
+# --quick also shrinks what is not training: a failing policy's evaluation episode runs to the task's
+# step limit (up to 1000 steps, one forward pass each), and one PPO rollout is num_envs * num_steps.
+QUICK_TRAIN_ARGS = ["--iterations", "2", "--eval-episodes", "1", "--num-envs", "4", "--num-steps", "64",
+                    "--no-capture-video"]
 CRAFTER_BUDGET, QUICK_CRAFTER_BUDGET = 1_000_000, 20_000
 # Quoted, not measured: ../shared/paper-notes.md (Crafter's scoreboard): (agent, env steps, score).
 PUBLISHED = [("random", "-", 1.6), ("SB3 PPO", "1M", 4.6), ("DreamerV3", "1M", 14.5),
@@ -96,7 +100,12 @@ def execute(runs: list[Run], out: Path, extra: list[str]) -> None:
               end=" ", flush=True)
         t0 = time.time()
         with open(out / run.name / "train.log", "a") as log:
-            rc = subprocess.call(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+            proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+            try:
+                rc = proc.wait()
+            except KeyboardInterrupt:  # train.py got the Ctrl-C too: let it write its checkpoint
+                proc.wait()
+                raise SystemExit(f"\ninterrupted: the same command resumes {run.name}") from None
         status = "done" if rc == 0 else f"FAILED (exit {rc}, see {out / run.name / 'train.log'})"
         elapsed = (time.time() - start) / 60
         print(f"{status} in {time.time() - t0:.0f}s; elapsed {elapsed:.1f} min", flush=True)
@@ -176,10 +185,11 @@ def write_report(out: Path, runs: list[Run]) -> str:
     lines = ["# Ablation: RL vs code vs RL-GPT", "",
              "Read from the runs' logs by `bench/ablation.py`. Training success = mean of "
              f"`charts/success_rate` over the updates in the last {FINAL_SHARE:.0%} of each run's env "
-             "steps; eval success = the last evaluation of each run. Mean ± std over the finished seeds. "
+             "steps; eval success = the last evaluation of each run; env steps done can pass the budget, as "
+             "PPO ends its last rollout. Mean ± std over the finished seeds. "
              "The code and RL-GPT rows use hand-written reference skills (`--llm library`), not an LLM.", "",
-             "| task | budget | mode | seeds finished | train success | eval success | train, per seed |",
-             "|---|---|---|---|---|---|---|"]
+             "| task | budget | mode | seeds finished | env steps done | train success | eval success "
+             "| train, per seed |", "|---|---|---|---|---|---|---|---|"]
     learned, plots = [], []
     for task in tasks:
         curves = {}
@@ -189,7 +199,9 @@ def write_report(out: Path, runs: list[Run]) -> str:
             done = [n for n in found if n["finished"]]
             curves[mode] = [n["curve"] for n in found]
             train, evals = [n["train"] for n in done], [n["eval"] for n in done]
-            lines.append(f"| {task} | {planned[0].budget} | {mode} | {len(done)}/{len(planned)} "
+            steps = f"{np.mean([n['env_steps'] for n in done]):.0f}" if done else "-"
+            budget = ", ".join(map(str, sorted({n["budget"] for n in found}) or [planned[0].budget]))  # logs'
+            lines.append(f"| {task} | {budget} | {mode} | {len(done)}/{len(planned)} | {steps} "
                          f"| {mean_spread(train)} | {mean_spread(evals)} "
                          f"| {', '.join(f'{v:.2f}' for v in train) or '-'} |")
             if mode == "rlgpt":
@@ -227,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or ROOT / "bench" / "out" / ("ablation-quick" if args.quick else "ablation")
     out.mkdir(parents=True, exist_ok=True)
     runs = plan_runs(args.tasks, seeds, args.modes, args.quick, args.crafter)
+    extra = (QUICK_TRAIN_ARGS if args.quick else []) + extra
     start = time.time()
     if not args.report_only:
         execute(runs, out, extra)

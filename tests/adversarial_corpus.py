@@ -3,7 +3,9 @@
 
 Every snippet defines `act(api)`. `expect` names the outcomes that count as caught: "check" (rejected
 by the checker), "error" (the code got an exception it could not escape), or a stop reason such as
-"time_budget", "memory", "recursion" or "step_budget". A snippet that returns normally is a hole.
+"time_budget", "memory", "recursion", "api_calls" or "step_budget". A snippet that returns normally is a hole.
+Memory snippets may hit the time budget first on a slow machine; test_sandbox.py checks the memory
+stop itself with a lower limit.
 The api is tests/test_sandbox.py's FakeApi: step() spends a 5-step budget, leak() raises an error
 carrying a private object, secret is a non-plain attribute.
 """
@@ -122,11 +124,17 @@ CORPUS = [
     _case("percent_format_width", "return '%1000000000s' % 'a'", "error"),
     _case("sum_of_lists", "return len(sum([[0] * 100000] * 1000, []))", "error"),
     _case("zip_star_amplify", "return len(list(zip(*[[0] * 1000] * 100000)))", "error"),
+    _case("colliding_int_keys", "p = 2 ** 60\nreturn len(set(i * p + i * p for i in range(1, 50000)))", "error"),
+    _case("colliding_int_range", "return len(set(range(0, 10 ** 5 * (2 ** 61 - 1), 2 ** 61 - 1)))", "error"),
+    _case("colliding_int_literal", "return len({2305843009213693951, 0})", CHECK),
+    _case("float_to_huge_int", "return int(1e300) + 1", "error"),
     _case("int_to_huge_str", "return len(str(10 ** 20000))", "error"),
-    _case("memory_growth", "x = []\nwhile True:\n    x.append('a' * 999000 + str(len(x)))", "memory", "time_budget"),
+    _case("memory_growth", "x = []\nwhile True:\n    x.append('a' * 999000 + str(len(x)))",
+          "memory", "time_budget"),
     _case("memory_comprehension", "return len([[0] * 1000000 for _ in range(1000)])", "memory",
           "time_budget"),
     _case("self_extending_generator", "x = [0]\nx.extend(v for v in x)", "time_budget", "memory"),
+    _case("deep_tuple_hash", "x = ()\nfor _ in range(300000):\n    x = (x,)\nreturn len({x})", "time_budget"),
     # --- endless loops and recursion
     _case("while_true_pass", "while True:\n    pass", "time_budget"),
     _case("nested_range_loops", "for i in range(10 ** 6):\n    for j in range(10 ** 6):\n        pass",
@@ -151,6 +159,14 @@ CORPUS = [
             return f()
     """, "recursion"),
     _case("lambda_recursion", "f = lambda n: f(n + 1)\nreturn f(0)", "recursion"),
+    _case("busy_wait_on_api", "while api.grid() is not None:\n    pass", "api_calls"),
+    _case("swallow_api_errors_forever", """
+        while True:
+            try:
+                api.leak()
+            except ValueError:
+                pass
+    """, "api_calls", "time_budget"),
     _case("huge_output", "while True:\n    print('x' * 100000)", "time_budget"),
     # --- swallowing the api's stops
     _case("swallow_step_budget", """

@@ -58,7 +58,7 @@ def test_table_has_mean_and_spread_over_finished_seeds_only(tmp_path):
         done = [r for r in runs if r.mode == mode and r.seed in seeds]
         train = [final_mean(curves[r]) for r in done]
         row = row_of(text, "collect_wood", mode)
-        assert f"| {len(seeds)}/3 |" in row
+        assert f"| {len(seeds)}/3 | {r.budget} |" in row  # the budget is met exactly in the fixture
         assert f"| {np.mean(train):.2f} ± {np.std(train):.2f} |" in row
         ev = [evals[r] for r in done]  # the last evaluation of each run, not the first
         assert f"| {np.mean(ev):.2f} ± {np.std(ev):.2f} |" in row
@@ -85,7 +85,15 @@ def test_execute_runs_only_what_is_missing(tmp_path, monkeypatch):
     runs = A.plan_runs(["collect_wood"], [1], ["rl", "rlgpt"], quick=True, crafter=False)
     fake_run(tmp_path, runs[0], [0.5])
     calls = []
-    monkeypatch.setattr(A.subprocess, "call", lambda cmd, **kw: calls.append(cmd) or 0)
+
+    class FakePopen:
+        def __init__(self, cmd, **kw):
+            calls.append(cmd)
+
+        def wait(self) -> int:
+            return 0
+
+    monkeypatch.setattr(A.subprocess, "Popen", FakePopen)
     A.execute(runs, tmp_path, [])
     assert len(calls) == 1 and calls[0][calls[0].index("--mode") + 1] == "rlgpt"
     assert calls[0][calls[0].index("--llm") + 1] == "library"
@@ -123,10 +131,13 @@ def test_what_we_learned_names_the_code_action_that_fails_most_and_the_critic(tm
     assert "no tree in view" in learned and "critic: go_to_tree wanders; let RL explore" in learned
 
 
-def test_report_only_trains_nothing(tmp_path, monkeypatch):
-    monkeypatch.setattr(A.subprocess, "call", lambda *a, **k: pytest.fail("--report-only started a run"))
-    assert A.main(["--report-only", "--quick", "--out", str(tmp_path), "--tasks", "collect_wood"]) == 0
+def test_report_only_trains_nothing_and_shows_the_logged_budget(tmp_path, monkeypatch):
+    monkeypatch.setattr(A.subprocess, "Popen", lambda *a, **k: pytest.fail("--report-only started a run"))
+    budget = 2 * A.QUICK_BUDGETS["place_table"]
+    fake_run(tmp_path, A.Run("place_table", "rl", 1, budget), [0.5])
+    assert A.main(["--report-only", "--quick", "--out", str(tmp_path), "--tasks", "collect_wood", "place_table"]) == 0
     text = (tmp_path / "results.md").read_text()
-    cells = row_of(text, "collect_wood", "rlgpt").split("|")[4:8]
-    assert cells == [" 0/1 ", " - ", " - ", " - "]  # no runs yet: nothing invented
+    assert f"| place_table | {budget} | rl |" in text  # the budget the run logged, not the planned one
+    cells = row_of(text, "collect_wood", "rlgpt").split("|")[4:9]
+    assert cells == [" 0/1 ", " - ", " - ", " - ", " - "]  # no runs yet: nothing invented
     assert not (tmp_path / "collect_wood.png").exists()

@@ -11,7 +11,7 @@ import pytest
 
 import skills
 from env import TASKS, CodeAction, api_doc, get_task
-from fast_agent import FastAgent, extract_code
+from fast_agent import Attempt, FastAgent, extract_code
 from llm import LLMClient
 from slow_agent import (
     LONG_CHAIN,
@@ -196,20 +196,25 @@ def test_frames_are_sent_only_to_a_vision_client(vision):
 
 def test_rule_based_critic_flags_failing_unused_and_missing_code():
     plan = Plan.from_dict({"task": "collect_wood", "subtasks": [], "rl_config": {}, "subactions": [
-        {"name": n, "how": "code", "spec": "s", "reason": ""} for n in ("chop_tree", "drink", "sleep_now")]})
+        {"name": n, "how": "code", "spec": "s", "reason": ""}
+        for n in ("chop_tree", "drink", "sleep_now", "eat_cow")]})
+    row = {"chosen": 40, "share": 0.1, "success_rate": 0.25, "mean_steps": 3.5,
+           "errors": [["line 3: ZeroDivisionError: division by zero", 9], ["stopped: step_budget", 2]]}
     # train.py names a rewritten code action chop_tree_v2 and keys its statistics by that name;
     # drink was accepted but never chosen, so train.py has no statistics for it at all
-    stats = dict(STATS, code_actions={"chop_tree_v2": STATS["code_actions"]["chop_tree"]})
+    stats = dict(STATS, code_actions={"chop_tree_v2": row, "eat_cow": dict(row, errors=[])})
     accepted = [CodeAction("chop_tree_v2", "def chop_tree(api):\n    return True\n", entry="chop_tree"),
-                CodeAction("drink", "def drink(api):\n    return True\n")]
+                CodeAction("drink", "def drink(api):\n    return True\n"),
+                CodeAction("eat_cow", "def eat_cow(api):\n    return True\n")]
     fb = SlowAgent(None).critique(plan, accepted, stats)
     assert fb.summary.startswith("[hand-written rule-based critic")
-    assert "0.412" in fb.fixes["chop_tree"] and "ZeroDivisionError" in fb.fixes["chop_tree"]
-    assert "drink was never chosen" in fb.summary and "drink" not in fb.fixes
+    assert "11 of 40 calls" in fb.fixes["chop_tree"] and "ZeroDivisionError" in fb.fixes["chop_tree"]
+    assert "drink was never chosen" in fb.summary
+    assert "eat_cow returned True in only 0.25" in fb.summary  # low success without errors: no code fix
+    assert set(fb.fixes) == {"chop_tree"}
     assert fb.to_rl == ["sleep_now"]  # no accepted code: it already ran as RL
-    good = dict(STATS, code_actions={"chop_tree_v2": {**STATS["code_actions"]["chop_tree"],
-                                                      "success_rate": 0.9}})
-    assert rule_based_critique(plan, accepted, good).fixes == {}
+    rare = dict(stats, code_actions={"chop_tree_v2": dict(row, errors=[["stopped: step_budget", 3]])})
+    assert rule_based_critique(plan, accepted, rare).fixes == {}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -287,16 +292,20 @@ def test_library_slow_agent_plans_every_task():
     for name, task in TASKS.items():
         plan = SlowAgent(None).plan(task, DOC)
         assert plan.task == name and plan.subactions
-        assert not task.prerequisites or len(task.prerequisites) < LONG_CHAIN or plan.subtasks, name
-        fb = Feedback("", [], [plan.subactions[0].name], {})
-        assert SlowAgent(None).plan(task, DOC, fb, plan).subactions[0].how == "rl"
+        assert len(task.prerequisites) < LONG_CHAIN or plan.subtasks, name
+        assert all(skills.skill_for(s.name) for s in plan.code_subactions), name
+        fb = Feedback("", [], [plan.code_subactions[0].name], {}) if plan.code_subactions else None
+        if fb:
+            replanned = SlowAgent(None).plan(task, DOC, fb, plan)
+            assert replanned.subactions[plan.subactions.index(plan.code_subactions[0])].how == "rl"
 
 
-def test_library_fast_agent_returns_checked_skills():
-    names = sorted({s.name for t in TASKS for s in SlowAgent(None).plan(get_task(t), DOC).code_subactions})
+def test_library_fast_agent_returns_checked_skills(monkeypatch):
     agent = FastAgent(None)
-    for name in names:
-        action = agent.write(SubAction(name, "code", ""), DOC)
-        assert action is not None, (name, agent.last_attempts)
-        assert action is skills.skill_for(name) and agent.last_attempts[-1].error is None
-    assert FastAgent(None).write(SubAction("fly_to_the_moon", "code", ""), DOC) is None
+    for name, skill in skills.SKILLS.items():
+        assert agent.write(SubAction(name, "code", ""), DOC) is skill, (name, agent.last_attempts)
+        assert agent.last_attempts == [Attempt(skill.source, None)]
+    assert agent.write(SubAction("fly_to_the_moon", "code", ""), DOC) is None
+    monkeypatch.setitem(skills.SKILLS, "broken", CodeAction("broken", "def broken(api):\n    return 1 / 0\n"))
+    assert agent.write(SubAction("broken", "code", ""), DOC) is None  # same checks as model code
+    assert "ZeroDivisionError" in agent.last_attempts[0].error

@@ -5,7 +5,9 @@ the model's own lines, api stops cannot be swallowed, and time inside api calls 
 """
 
 import builtins
+import signal
 import sys
+import threading
 import time
 from textwrap import dedent
 
@@ -30,6 +32,7 @@ class FakeApi:
     def __init__(self, budget: int = 5, sleep: float = 0.0):
         self._budget, self._sleep, self.steps = budget, sleep, 0
         self.secret = Secret()
+        self._nested, self._flat = [[1, 2], [3, 4]], [1, 2]
         self.traces: list[object] = []
 
     def step(self) -> int:
@@ -52,6 +55,27 @@ class FakeApi:
 
     def grid(self) -> np.ndarray:
         return np.arange(6, dtype=np.int64).reshape(2, 3)
+
+    def targets(self, nested: bool) -> list:
+        """Returns internal state, which model code must not be able to change through the result."""
+        return self._nested if nested else self._flat
+
+
+class Hang(BaseException):
+    """Raised by the hang guard; a BaseException so that no model `except` can catch it."""
+
+
+@pytest.fixture(autouse=True)
+def hang_guard():
+    """A sandbox that fails to stop the code would hang the suite: turn that into a failure instead."""
+    def fail(signum, frame):
+        raise Hang("the sandbox did not stop the code within 20 s")
+
+    previous = signal.signal(signal.SIGALRM, fail)
+    signal.setitimer(signal.ITIMER_REAL, 20)
+    yield
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.signal(signal.SIGALRM, previous)
 
 
 CANARY = """
@@ -102,6 +126,7 @@ def test_adversarial_snippet_is_caught(case, process_state):
     assert set(sys.modules) == modules_before
     assert sandbox._BUILTINS == sandbox_builtins
     assert sys.gettrace() is trace
+    assert sys.exc_info() == (None, None, None)  # no handled exception (and its frames) left behind
     canary = _run(CANARY)
     assert (canary.returned, canary.error, canary.stopped) == (True, None, None)
 
@@ -209,23 +234,33 @@ def test_time_budget_still_applies_after_api_calls():
         def act(api):
             api.slow()
             while True:
-                pass
+                sorted(range(200000))  # slow lines: the time budget, not the line budget, stops this
     """, FakeApi(sleep=0.2), time_limit=0.3)
-    assert result.stopped == "time_budget" and result.lineno in (3, 4)
+    assert result.stopped == "time_budget" and "0.3 s" in result.error and result.lineno in (3, 4)
     assert 0.45 < time.perf_counter() - start < 1.5
 
 
-def test_outer_tracer_is_restored_and_used_inside_api_calls():
+def test_line_budget_stops_fast_endless_loops():
+    start = time.perf_counter()
+    result = _run("def act(api):\n    while True:\n        pass\n", time_limit=10.0)
+    assert result.stopped == "time_budget" and f"{sandbox.MAX_LINES} lines" in result.error
+    assert time.perf_counter() - start < 2.0
+
+
+def test_outer_tracer_is_kept_and_used_inside_api_calls():
+    """A coverage tool's tracer (set for new threads too) still sees env code run by code actions."""
     def outer(frame, event, arg):
         return None
 
     api = FakeApi()
     sys.settrace(outer)
+    threading.settrace(outer)
     try:
         result = _run("def act(api):\n    return api.slow()\n", api)
         after = sys.gettrace()
     finally:
         sys.settrace(None)
+        threading.settrace(None)
     assert result.returned is True and after is outer and api.traces == [outer]
 
 
@@ -236,6 +271,16 @@ def test_api_proxy_is_read_only_and_plain():
     """)
     assert result.returned == [[[0, 1, 2], [3, 4, 5]], 1]
     assert type(result.returned[0][0][0]) is int
+    api = FakeApi()
+    result = _run("""
+        def act(api):
+            nested, flat = api.targets(True), api.targets(nested=False)
+            nested[0][0] = 99
+            flat.append(3)
+            return [nested, flat]
+    """, api)
+    assert result.returned == [[[99, 2], [3, 4]], [1, 2, 3]]
+    assert api.targets(True) == [[1, 2], [3, 4]] and api.targets(False) == [1, 2]
     proxy = sandbox._ApiProxy(FakeApi(), sandbox._Run(1.0))
     with pytest.raises(AttributeError):
         proxy.step = None
@@ -265,7 +310,8 @@ def test_moderate_recursion_and_sizes_are_allowed():
         def act(api):
             cells = [0] * 4096
             text = "ab" * 1000
-            return depth(100) == 100 and len(cells) == 4096 and 2 ** 64 > 0 and text.replace("a", "") == "b" * 1000
+            small = text.replace("a", "") == "b" * 1000 and 2 ** 60 - 1 + 1 == 2 ** 60
+            return depth(100) == 100 and len(cells) == 4096 and small
     """)
     assert (result.returned, result.error) == (True, None)
 
@@ -275,10 +321,32 @@ def test_memory_growth_is_stopped(monkeypatch):
     result = _run("""
         def act(api):
             chunks = []
-            while True:
-                chunks.append([len(chunks)] * 1000000)
+            for i in range(64):  # 512 MB at most, should the memory check fail
+                chunks.append([i] * 1000000)
+            return True
     """, time_limit=10.0)
-    assert result.stopped == "memory" and result.lineno == 4 and "memory" in result.error
+    assert result.stopped == "memory" and result.lineno in (3, 4) and "memory" in result.error
+
+
+def test_hashing_deeply_nested_tuples_does_not_crash():
+    """CPython 3.11 hashes tuples by unguarded C recursion: 180k levels overflow a default 8 MB stack
+    (a segfault that would kill this test process), but not the sandbox thread's."""
+    result = _run("""
+        def act(api):
+            x = ()
+            for _ in range(20000):
+                x = (((((((((x,),),),),),),),),)
+            return len({x: 1})
+    """)
+    assert (result.returned, result.error) == (1, None)
+
+
+def test_zip_and_enumerate_do_not_follow_a_growing_list():
+    """`a.extend(zip(a))` would loop forever inside C (no line events) if zip read the live list."""
+    a = [1, 2]
+    zipped, numbered = sandbox._zip(a), sandbox._enumerate(a)
+    a.append(3)
+    assert list(zipped) == [(1,), (2,)] and list(numbered) == [(0, 1), (1, 2)]
 
 
 def test_code_called_outside_run_cannot_print():

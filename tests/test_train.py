@@ -1,0 +1,166 @@
+"""train.py end to end on real Crafter with tiny budgets: the LLM side scripted over real HTTP."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+import train
+from tests.fake_llm import FakeLLMServer
+
+KEY = "sk-test-SECRET-never-written"
+TINY = ["--task", "collect_wood", "--num-envs", "2", "--num-steps", "32", "--eval-episodes", "1",
+        "--checkpoint-every", "300", "--max-macro-steps", "24", "--no-capture-video"]
+
+PLAN_1 = {"subtasks": [], "rl_config": {"shaping": {"wood": 0.1}, "mask_actions": ["sleep"]}, "subactions": [
+    {"name": "chop_tree", "how": "code", "spec": "Walk to the nearest visible tree and chop it.", "reason": "fixed"},
+    {"name": "find_tree", "how": "rl", "spec": "Explore until a tree is visible.", "reason": "needs pixels"}]}
+PLAN_2 = {"subtasks": [], "rl_config": {"shaping": {}, "mask_actions": []}, "subactions": PLAN_1["subactions"] + [
+    {"name": "grab_sapling", "how": "code", "spec": "Face grass and collect a sapling.", "reason": "fixed"}]}
+FEEDBACK = {"summary": "CRITIC-SAYS: the agent keeps chopping grass", "to_code": [], "to_rl": [],
+            "fixes": {}}
+BAD_CHOP = "```python\ndef chop_tree(api):\n    x = 0\n    return 1 / x\n```"
+GOOD_CHOP = ("```python\ndef chop_tree(api):\n    if not api.go_to('tree', 20):\n        return False\n"
+             "    return api.do()\n```")
+GOOD_SAPLING = ("```python\ndef grab_sapling(api):\n    if api.in_front() != 'grass':\n        return False\n"
+                "    return api.do()\n```")
+
+
+def scripted(request: dict) -> str:
+    """One fake LLM for all three roles, told apart by the system prompt they send."""
+    messages = request["messages"]
+    system, last = messages[0]["content"], str(messages[-1]["content"])
+    if system.startswith("You are the slow agent"):
+        return json.dumps(PLAN_2 if "Your previous plan" in last else PLAN_1)
+    if system.startswith("You are the critic"):
+        return json.dumps(FEEDBACK)
+    if "`grab_sapling`" in str(messages):
+        return GOOD_SAPLING
+    return GOOD_CHOP if "failed" in last else BAD_CHOP
+
+
+def run_dir(root: Path) -> Path:
+    (d,) = [p for p in root.iterdir() if p.is_dir()]
+    return d
+
+
+def history(d: Path) -> list[dict]:
+    return torch.load(d / "checkpoint.pt", weights_only=False)["extra"]["history"]
+
+
+@pytest.fixture
+def e2e(tmp_path_factory, monkeypatch_module):
+    """One scripted two-iteration run, shared by the tests that read what it left behind."""
+    root = tmp_path_factory.mktemp("e2e")
+    monkeypatch_module.setenv("OPENAI_API_KEY", KEY)
+    with FakeLLMServer(scripted) as srv:
+        rc = train.main(TINY + ["--llm", "http", "--llm-url", srv.url, "--llm-model", "fake", "--iterations", "2",
+                                "--total-steps", "600", "--runs-dir", str(root), "--capture-video"])
+        requests = [r.json for r in srv.requests]
+    assert rc == 0
+    return run_dir(root), requests
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    mp = pytest.MonkeyPatch()
+    yield mp
+    mp.undo()
+
+
+def test_e2e_two_iterations_over_http(e2e):
+    d, requests = e2e
+    plan_requests = [r for r in requests if r["messages"][0]["content"].startswith("You are the slow agent")]
+    assert len(plan_requests) == 2
+    assert "CRITIC-SAYS" in json.dumps(plan_requests[1]["messages"])  # the slow loop closes
+    assert "CRITIC-SAYS" not in json.dumps(plan_requests[0]["messages"])
+    code_requests = [json.dumps(r["messages"]) for r in requests if "`chop_tree`" in json.dumps(r["messages"])]
+    assert len(code_requests) == 2 and "line 3" in code_requests[1] and "return 1 / x" in code_requests[1]
+    rows = history(d)
+    assert [r["n_actions"] for r in rows] == [18, 19]  # extend() between iterations
+    assert rows[-1]["env_steps"] >= 600
+    for path in ["config.json", "llm_transcript.jsonl", "iter_0/plan.json", "iter_0/skills/chop_tree.py",
+                 "iter_0/feedback.json", "iter_0/stats.json", "iter_1/plan.json",
+                 "iter_1/skills/grab_sapling.py", "iter_0/eval.gif", "stats.jsonl", "metrics.jsonl",
+                 "checkpoint.pt", "summary.md", "success.png"]:
+        assert (d / path).is_file(), path
+    assert list(d.glob("events.out.tfevents.*"))
+    transcript = (d / "llm_transcript.jsonl").read_text().splitlines()
+    assert len(transcript) == len(requests) == 6
+    stats = json.loads((d / "iter_0/stats.json").read_text())
+    assert stats["code_actions"]["chop_tree"]["chosen"] > 0
+    for f in d.rglob("*"):
+        if f.is_file():
+            assert KEY.encode() not in f.read_bytes(), f
+
+
+def test_replay_reproduces_plans_and_code(e2e, tmp_path):
+    d, _ = e2e
+    rc = train.main(TINY + ["--llm", f"replay:{d / 'llm_transcript.jsonl'}", "--iterations", "2",
+                            "--total-steps", "600", "--runs-dir", str(tmp_path)])
+    assert rc == 0
+    r = run_dir(tmp_path)
+    for path in ["iter_0/plan.json", "iter_1/plan.json", "iter_0/skills/chop_tree.py",
+                 "iter_1/skills/grab_sapling.py"]:
+        assert (r / path).read_text() == (d / path).read_text(), path
+
+
+@pytest.mark.parametrize("mode", ["rl", "code", "rlgpt"])
+def test_smoke_modes_on_the_library_backend(mode, tmp_path):
+    rc = train.main(TINY + ["--mode", mode, "--llm", "library", "--iterations", "1", "--total-steps", "300",
+                            "--runs-dir", str(tmp_path)])
+    assert rc == 0
+    d = run_dir(tmp_path)
+    rows = history(d)
+    assert rows[-1]["env_steps"] >= 300 and (d / "summary.md").is_file()
+    skills_written = {p.name for p in d.glob("iter_0/skills/*.py")}
+    if mode == "rl":
+        assert rows[-1]["n_actions"] == 17 and not skills_written
+    elif mode == "code":
+        assert skills_written == {"solve_task.py"} and rows[-1]["n_actions"] == 18
+    else:
+        assert "chop_tree.py" in skills_written and rows[-1]["n_actions"] > 17
+    assert not (d / "llm_transcript.jsonl").exists()
+
+
+def test_resume_after_sigkill_finishes_the_budget(tmp_path):
+    args = [sys.executable, "train.py", *TINY, "--llm", "library", "--iterations", "2", "--total-steps", "1200",
+            "--runs-dir", str(tmp_path), "--run-name", "r"]
+    proc = subprocess.Popen(args, cwd=Path(train.__file__).parent, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    ckpt, deadline = tmp_path / "r" / "checkpoint.pt", time.time() + 240
+    try:
+        while time.time() < deadline:  # wait for a checkpoint written during training, not just after planning
+            if ckpt.is_file() and torch.load(ckpt, weights_only=False)["ppo"]["global_step"] > 0:
+                break
+            assert proc.poll() is None, "the run ended before it could be killed"
+            time.sleep(0.5)
+        else:
+            pytest.fail("no training checkpoint within 240 s")
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    killed_at = torch.load(ckpt, weights_only=False)["ppo"]["global_step"]
+    assert 0 < killed_at < 1200
+    assert train.main(["--resume", str(tmp_path / "r")]) == 0
+    final = torch.load(ckpt, weights_only=False)
+    assert 1200 <= final["ppo"]["global_step"] < 1200 + 2 * 24  # at most one vector step past the budget
+    assert [r["iteration"] for r in final["extra"]["history"]] == [1, 2]
+
+
+def test_bad_input_exits_2_with_a_sentence(tmp_path, capsys):
+    for argv, words in [(["--task", "colect_wood"], "collect_wood"), (["--mode", "magic"], "--mode"),
+                        (["--num-envs", "0"], "positive"), (["--task", "minedojo:harvest_milk"], "MineDojo")]:
+        with pytest.raises(SystemExit) as e:
+            train.main(argv + ["--runs-dir", str(tmp_path)])
+        assert e.value.code == 2
+        assert words in capsys.readouterr().err
+    rc = train.main(["--llm", "http", "--llm-url", "http://127.0.0.1:9/v1", "--runs-dir", str(tmp_path)])
+    assert rc == 2
+    assert "127.0.0.1:9" in capsys.readouterr().err
