@@ -265,7 +265,7 @@ class PPO:
             if cfg.anneal_lr:
                 lr = cfg.learning_rate * self._lr_frac(start_step, steps)
                 self.optimizer.param_groups[0]["lr"] = lr
-            n_before = len(episodes)
+            n_before, used = len(episodes), T
             for t in range(T):
                 if isinstance(obs_buf, dict):
                     for k in obs_buf:
@@ -302,14 +302,20 @@ class PPO:
                     on_step(act_np, infos)
                 if progress is not None:
                     progress(n_new)
+                if self.global_step - start_step >= steps:  # budget spent: learn from the partial rollout
+                    used = t + 1
+                    break
 
+            cut = lambda x, used=used: x[:used]  # (T, N, ...) -> (used, N, ...)
             with torch.no_grad():
                 next_value = agent.get_value(self.next_obs)
-                nv = torch.cat([values[1:], next_value[None]])
-                next_values.copy_(torch.where(dones.bool(), next_values, nv))
-                advantages, returns = compute_gae(rewards, values, next_values, terminated, dones,
-                                                  discounts, cfg.gae_lambda)
-            metrics = self._update(obs_buf, actions.long(), logprobs, values, advantages, returns, mask)
+                nv = torch.cat([values[1:used], next_value[None]])
+                next_values[:used] = torch.where(dones[:used].bool(), next_values[:used], nv)
+                advantages, returns = compute_gae(*map(cut, (rewards, values, next_values, terminated, dones,
+                                                             discounts)), cfg.gae_lambda)
+            obs_used = {k: cut(v) for k, v in obs_buf.items()} if isinstance(obs_buf, dict) else cut(obs_buf)
+            metrics = self._update(obs_used, cut(actions).long(), cut(logprobs), cut(values), advantages, returns,
+                                   mask)
             if on_log is not None:
                 new = episodes[n_before:]
                 if new:
@@ -339,7 +345,7 @@ class PPO:
         b_obs = {k: flat(v) for k, v in obs_buf.items()} if isinstance(obs_buf, dict) else flat(obs_buf)
         b_actions, b_logprobs, b_values = flat(actions), flat(logprobs), flat(values)
         b_adv, b_returns = flat(advantages), flat(returns)
-        mb_size = B // cfg.num_minibatches
+        mb_size = max(1, B // cfg.num_minibatches)  # a budget-cut last rollout can be tiny
         clipfracs, approx_kl, old_approx_kl = [], torch.zeros(()), torch.zeros(())
         for _ in range(cfg.update_epochs):
             perm = torch.randperm(B).to(self.device)  # CPU generator, as in sample()
@@ -355,7 +361,7 @@ class PPO:
                     approx_kl = ((ratio - 1) - logratio).mean()
                     clipfracs.append(((ratio - 1.0).abs() > cfg.clip_coef).float().mean())
                 mb_adv, mb_values, mb_returns = b_adv[idx], b_values[idx], b_returns[idx]
-                if cfg.norm_adv:
+                if cfg.norm_adv and len(mb_adv) > 1:  # a one-sample minibatch has no spread to normalise by
                     mb_adv = (mb_adv - mb_adv.mean()) / (mb_adv.std() + 1e-8)
                 pg_loss = torch.max(-mb_adv * ratio,
                                     -mb_adv * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)).mean()

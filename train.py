@@ -303,30 +303,6 @@ def run_program(envs, action: int, steps: int, on_step, progress) -> dict:
             "success_rate": float(np.mean(episodes)) if episodes else float("nan")}
 
 
-def library_program(task: str) -> E.CodeAction:
-    """--mode code without an LLM: the task's reference skills chained into one hand-written program
-    that tries the furthest step of the chain first and explores when no skill applies."""
-    names = [s["name"] for s in skills.reference_plan(task)["subactions"] if s["how"] == "code"]
-    funcs: dict[str, str] = {}
-    for name in names:  # each skill's source carries its helpers; keep one copy of each function
-        src = skills.SKILLS[name].source
-        for node in ast.parse(src).body:
-            funcs.setdefault(node.name, ast.get_source_segment(src, node))
-    source = "\n\n".join(funcs.values()) + f'''
-
-
-def solve_task(api):
-    """Hand-written: do the furthest step of the chain that applies, else walk somewhere new."""
-    for skill in [{", ".join(reversed(names))}]:
-        if skill(api):
-            return True
-    grass = len([c for row in api.view() for c in row if c == "grass"])
-    api.move(["left", "up", "right", "down"][grass % 4], 4)
-    return False
-'''
-    return E.CodeAction("solve_task", source, "hand-written reference skills chained (not LLM output)")
-
-
 def whole_task_subaction(args: Args) -> SubAction:
     task = E.get_task(args.task) if not args.task.startswith("minedojo:") else None
     chain = ", ".join(task.prerequisites) if task else "(see the task)"
@@ -382,7 +358,7 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
             continue  # accepted before and the critic is happy with it
         action = None
         if args.mode == "code" and run["llm"] is None:
-            action = library_program(args.task)
+            action = skills.whole_task_program(args.task, args.max_macro_steps)
         else:
             action = fast.write(sub, doc, feedback=fix)
         if action is None:
@@ -539,7 +515,7 @@ def main(argv: list[str] | None = None) -> int:
                     agents_phase(args, run, slow, fast, library, state, doc)
                 grow = E.CrafterEnv().action_space.n + len(library.actions) - agent.n_actions
                 if grow > 0:
-                    agent.extend(grow, prior=cfg.new_action_prior)
+                    agent.extend(grow, prior=cfg.new_action_prior, obs=ppo.next_obs)
                 state["phase"] = "train"
                 save(run, ppo, library, state)
             train_iteration(args, run, ppo, library, state)
