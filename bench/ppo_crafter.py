@@ -31,10 +31,12 @@ def main() -> None:
     p.add_argument("--window", type=int, default=10_000, help="env steps per point of the curve")
     p.add_argument("--device", default="cpu")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (1: see train.py --threads)")
     p.add_argument("--csv", help="also write the curve to this CSV file")
     args = p.parse_args()
 
     seed_everything(args.seed)
+    torch.set_num_threads(args.threads)
     envs = rl_env.make_vec_env(args.task, args.num_envs, seed=args.seed)
     agent = Agent(envs.single_observation_space, envs.single_action_space.n)
     ppo = PPO(agent, PPOConfig(seed=args.seed), device=args.device, total_steps=args.steps)

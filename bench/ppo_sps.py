@@ -103,7 +103,7 @@ def main() -> None:
     p.add_argument("--epochs", type=int, default=4)
     p.add_argument("--steps", type=int, default=16384, help="env steps per measurement")
     p.add_argument("--device", default="cpu")
-    p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    p.add_argument("--threads", type=int, default=1, help="torch threads (0: torch's default; 1 as train.py)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--skip-sb3", action="store_true")
     args = p.parse_args()
