@@ -225,9 +225,8 @@ class CrafterEnv(gym.Env):
         truncated = not terminated and self._length >= self.max_steps
         info = {"prim_steps": 1, "success": success}
         if terminated or truncated:
-            unlocked = sorted(k for k, v in cinfo["achievements"].items() if v > 0)
             info["episode"] = {"r": self._return, "l": self._length, "success": success,
-                               "achievements": len(unlocked)}
+                               "achievements": sum(v > 0 for v in cinfo["achievements"].values())}
             if self.stats_path:
                 self._write_stats(cinfo["achievements"])
         if self.frames is not None:

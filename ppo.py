@@ -14,6 +14,13 @@ Use it from Python (train.py does this once per RL-GPT iteration):
     stats = ppo.train(envs, 100_000, on_log=lambda metrics, step: ...)
 
 The env budget, SPS and `global_step` always count primitive env steps (sum of info["prim_steps"]).
+
+Under torchrun (torch.distributed initialised by the caller) each rank steps its own envs and PPO
+stays one run: `global_step` and the episode stats are summed over ranks after every vector step /
+rollout, so every rank cuts the last rollout at the same step and runs the same number of minibatches;
+gradients are averaged over ranks every minibatch (one flat all-reduce) and the weights are broadcast
+from rank 0 whenever train() gets a new env, so all ranks hold identical weights throughout. Advantages
+are normalised per rank-local minibatch. Without torch.distributed nothing here changes.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from dataclasses import asdict, dataclass
 import gymnasium as gym
 import numpy as np
 import torch
+import torch.distributed as dist
 import torch.nn as nn
 from torch.distributions import Categorical
 
@@ -185,6 +193,29 @@ def compute_gae(rewards: torch.Tensor, values: torch.Tensor, next_values: torch.
     return advantages, advantages + values
 
 
+def distributed() -> bool:
+    """True inside a torchrun process group; False for a plain `python train.py`."""
+    return dist.is_available() and dist.is_initialized()
+
+
+def all_gather(items: list) -> list:
+    """Every rank's list, concatenated in rank order (one list per rank on one process)."""
+    if not distributed():
+        return list(items)
+    parts = [None] * dist.get_world_size()
+    dist.all_gather_object(parts, items)
+    return [x for part in parts for x in part]
+
+
+def broadcast(obj):
+    """Rank 0's `obj` on every rank (any picklable object); `obj` itself on one process."""
+    if not distributed():
+        return obj
+    box = [obj]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
 def _masked_get(infos: dict, key: str, default: np.ndarray) -> np.ndarray:
     """Vector-env infos store `key` with a `_key` mask; fall back to `default` where unset."""
     if key not in infos:
@@ -241,9 +272,13 @@ class PPO:
         n_env, T, n_act = envs.num_envs, cfg.num_steps, agent.n_actions
         assert envs.single_action_space.n == n_act, "env and agent disagree on the number of actions"
         self._sync_optimizer()
+        rank = dist.get_rank() if distributed() else 0
         if envs is not self.envs:  # a new env (e.g. more code actions): start fresh episodes
-            self.envs = envs
-            self.next_obs = self._to_tensor(envs.reset(seed=cfg.seed + self.global_step)[0])
+            self.envs = envs  # under torchrun rank r's envs take the seeds after rank r-1's
+            self.next_obs = self._to_tensor(envs.reset(seed=cfg.seed + self.global_step + rank * n_env)[0])
+            if distributed():  # after extend() or a resume: every rank continues from rank 0's weights
+                for t in agent.state_dict().values():
+                    dist.broadcast(t, src=0)
         mask = None
         if action_mask is not None:
             mask = torch.as_tensor(np.broadcast_to(action_mask, (n_env, n_act)).copy(), device=dev)
@@ -297,6 +332,10 @@ class PPO:
                         ok = float(ep["success"][i]) if "success" in ep else float("nan")
                         episodes.append((float(ep["r"][i]), int(ep["l"][i]), ok))
                 n_new = int(k_steps.sum())
+                if distributed():  # the budget is global: every rank must see the same global_step
+                    n = torch.tensor(n_new, device=dev)
+                    dist.all_reduce(n)
+                    n_new = int(n)
                 self.global_step += n_new
                 if on_step is not None:
                     on_step(act_np, infos)
@@ -316,6 +355,8 @@ class PPO:
             obs_used = {k: cut(v) for k, v in obs_buf.items()} if isinstance(obs_buf, dict) else cut(obs_buf)
             metrics = self._update(obs_used, cut(actions).long(), cut(logprobs), cut(values), advantages, returns,
                                    mask)
+            if distributed():
+                episodes[n_before:] = all_gather(episodes[n_before:])
             if on_log is not None:
                 new = episodes[n_before:]
                 if new:
@@ -375,8 +416,13 @@ class PPO:
                 loss = pg_loss - cfg.ent_coef * entropy_loss + cfg.vf_coef * v_loss
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
+                if distributed():
+                    self._average_gradients()
                 nn.utils.clip_grad_norm_(agent.parameters(), cfg.max_grad_norm)
                 self.optimizer.step()
+            if cfg.target_kl is not None and distributed():  # all ranks must stop after the same epoch
+                dist.all_reduce(approx_kl)
+                approx_kl /= dist.get_world_size()
             if cfg.target_kl is not None and approx_kl > cfg.target_kl:
                 break
         y_pred, y_true = b_values.cpu().numpy(), b_returns.cpu().numpy()
@@ -387,6 +433,17 @@ class PPO:
                 "losses/approx_kl": approx_kl.item(),
                 "losses/clipfrac": torch.stack(clipfracs).mean().item(),
                 "losses/explained_variance": explained_var}
+
+    def _average_gradients(self) -> None:
+        """One all-reduce of all gradients flattened (cheaper than one per tensor), so every rank takes
+        the same Adam step and the weights stay bit-identical."""
+        params = list(self.agent.parameters())
+        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
+        flat = torch.cat([g.reshape(-1) for g in grads])
+        dist.all_reduce(flat)
+        flat /= dist.get_world_size()
+        for p, g in zip(params, flat.split([g.numel() for g in grads]), strict=True):
+            p.grad = g.view_as(p)
 
     # ---- checkpoints ---------------------------------------------------------------------
     def state_dict(self) -> dict:

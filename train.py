@@ -6,6 +6,7 @@
     python train.py --task collect_wood --mode code        # one program for the whole task, no RL
     python train.py --resume runs/<run_dir>                # continue an interrupted run
     python train.py --help                                 # every setting, PPO's included
+    torchrun --standalone --nproc_per_node 2 train.py ...  # one run over 2 processes (see README)
 
 One iteration (the paper's two loops):
   1. slow agent: task + primitive API doc (+ critic feedback) -> sub-actions, each "code" or "rl"
@@ -15,6 +16,10 @@ One iteration (the paper's two loops):
   4. evaluation episodes; the critic reads success, per-code-action statistics (and frames) and
      its feedback goes to the next plan (the slow loop)
 Budgets, curves and tables count primitive env steps: a code action that ran 12 steps counts 12.
+
+Under torchrun (RANK/WORLD_SIZE set) every rank steps --num-envs / WORLD_SIZE envs and trains the same
+agent (ppo.py averages the gradients and sums the steps); rank 0 alone talks to the LLM and broadcasts
+the plan and code actions, gathers the statistics the critic reads, evaluates, logs and checkpoints.
 """
 
 from __future__ import annotations
@@ -22,16 +27,20 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
+import hashlib
 import inspect
 import json
+import os
 import sys
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
 import torch
+import torch.distributed as dist
 from tqdm import tqdm
 
 import env as E
@@ -63,11 +72,14 @@ class Args:
     total_steps: int = 60_000
     """primitive env steps for the whole run, every step of every code action included"""
     num_envs: int = 8
-    """parallel environments"""
+    """parallel environments (under torchrun: in total, split evenly over the ranks)"""
     seed: int = 1
     """seed of everything (envs get seed, seed+1, ...)"""
     device: str = "auto"
     """auto (CUDA when available) | cpu | cuda"""
+    threads: int = 1
+    """torch CPU threads; 1 is fastest when the envs step in the same process on a small machine
+    (measured: 2 threads on 2 busy cores made the update 10-40x slower)"""
     max_macro_steps: int = 64
     """most env steps one call of a code action may take"""
     eval_episodes: int = 8
@@ -135,9 +147,11 @@ def validate(args: Args, parser: argparse.ArgumentParser) -> None:
         parser.error(f"--llm must be one of {BACKENDS} or replay:<transcript.jsonl>, not {args.llm!r}")
     if args.llm.startswith("replay:") and not Path(args.llm[7:]).is_file():
         parser.error(f"--llm {args.llm}: no such transcript file")
-    for name in ("iterations", "total_steps", "num_envs", "max_macro_steps", "checkpoint_every"):
+    for name in ("iterations", "total_steps", "num_envs", "max_macro_steps", "checkpoint_every", "threads"):
         if getattr(args, name) <= 0:
             parser.error(f"--{name.replace('_', '-')} must be positive, not {getattr(args, name)}")
+    if args.num_envs % int(os.environ.get("WORLD_SIZE", 1)):
+        parser.error(f"--num-envs {args.num_envs} does not split evenly over {os.environ['WORLD_SIZE']} ranks")
     if args.device not in ("auto", "cpu", "cuda"):
         parser.error(f"--device must be auto, cpu or cuda, not {args.device!r}")
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -152,6 +166,19 @@ def validate(args: Args, parser: argparse.ArgumentParser) -> None:
             E.get_task(args.task)
         except ValueError as e:
             parser.error(str(e))
+
+
+def init_distributed(device: str) -> tuple[int, int, str]:
+    """(rank, world size, device). torchrun sets RANK/WORLD_SIZE/LOCAL_RANK: join its group, gloo on
+    CPU, nccl on GPUs (one GPU per rank). A plain `python train.py` never touches torch.distributed."""
+    if "WORLD_SIZE" not in os.environ:
+        return 0, 1, device
+    if device == "cuda":
+        device = f"cuda:{os.environ['LOCAL_RANK']}"
+        torch.cuda.set_device(device)
+    # long timeout: the other ranks wait at a broadcast while rank 0 plans, codes and critiques
+    dist.init_process_group("nccl" if device.startswith("cuda") else "gloo", timeout=timedelta(hours=2))
+    return dist.get_rank(), dist.get_world_size(), device
 
 
 def make_llm(args: Args, run_dir: Path):
@@ -240,6 +267,16 @@ class CodeStats:
             if err[i]:
                 row["errors"][str(err[i]).splitlines()[0][:160]] += 1
 
+    def gather(self) -> None:
+        """Sum every rank's counts so the critic reads the whole run (a no-op on one process)."""
+        parts, self.decisions, self.rows = P.all_gather([(self.decisions, self.rows)]), 0, {}
+        for decisions, rows in parts:
+            self.decisions += decisions
+            for name, r in rows.items():
+                row = self.rows.setdefault(name, {"chosen": 0, "ok": 0, "steps": 0, "errors": Counter()})
+                for key in row:
+                    row[key] += r[key]
+
     def summary(self) -> dict:
         return {name: {"chosen": r["chosen"], "share": round(r["chosen"] / max(1, self.decisions), 4),
                        "success_rate": round(r["ok"] / r["chosen"], 3),
@@ -292,7 +329,7 @@ def run_program(envs, action: int, steps: int, on_step, progress) -> dict:
     while done_steps < steps:
         actions = np.full(envs.num_envs, action)
         _, _, _, _, infos = envs.step(actions)
-        n = int(step_info(infos, "prim_steps", 1).astype(int).sum())
+        n = sum(P.all_gather([int(step_info(infos, "prim_steps", 1).astype(int).sum())]))  # all ranks' steps
         done_steps += n
         on_step(actions, infos)
         progress(n)
@@ -319,6 +356,8 @@ def whole_task_subaction(args: Args) -> SubAction:
 
 
 def log_metrics(run: dict, metrics: dict, step: int) -> None:
+    if run["rank"]:  # rank 0 alone logs
+        return
     for k, v in metrics.items():
         run["writer"].add_scalar(k, v, step)
     if run["wandb"] is not None:
@@ -328,6 +367,8 @@ def log_metrics(run: dict, metrics: dict, step: int) -> None:
 
 
 def save(run: dict, ppo: P.PPO, library: Library, state: dict) -> None:
+    if run["rank"]:  # rank 0 alone checkpoints (all ranks hold the same weights)
+        return
     state = dict(state, library_active=library.active)
     P.save_checkpoint(str(run["dir"] / "checkpoint.pt"), ppo, [asdict(a) for a in library.actions], state)
 
@@ -381,7 +422,8 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
     mask = library.mask(rl_config.get("mask_actions", []))
     options = {} if args.task.startswith("minedojo:") else {
         "stats_path": run["dir"] / "stats.jsonl", "shaping": rl_config.get("shaping")}
-    envs = E.make_vec_env(args.task, args.num_envs, code_actions=library.actions, seed=args.seed * 1000,
+    n_envs = args.num_envs // run["world"]  # this rank's share; its seeds follow the lower ranks'
+    envs = E.make_vec_env(args.task, n_envs, code_actions=library.actions, seed=args.seed * 1000 + run["rank"] * n_envs,
                           max_macro_steps=args.max_macro_steps, **options)
     program = n_base + library.actions.index(
         next(a for a in library.actions if a.name == library.active["solve_task"])) \
@@ -389,7 +431,8 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
     start, target = args.total_steps * k // args.iterations, args.total_steps * (k + 1) // args.iterations
     bar = tqdm(total=target - start, initial=min(target, ppo.global_step) - start, unit="step",
                desc=f"iter {k + 1}/{args.iterations}", dynamic_ncols=True,
-               mininterval=0.5 if sys.stderr.isatty() else 30)  # a log file gets a line every 30 s
+               mininterval=0.5 if sys.stderr.isatty() else 30,  # a log file gets a line every 30 s
+               disable=run["rank"] > 0)
     stats, trend = CodeStats(library), []
     llm_calls = lambda: run["llm"].calls if run["llm"] is not None else 0
 
@@ -414,6 +457,9 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
         save(run, ppo, library, state)
     envs.close()
     bar.close()
+    stats.gather()
+    if run["rank"]:  # evaluation, the critic and the run directory are rank 0's
+        return
 
     ev = evaluate(ppo.agent, args, library, mask, k, fixed_action=program)
     log_metrics(run, {"eval/success_rate": ev["success_rate"], "eval/episodic_length": ev["mean_length"],
@@ -452,6 +498,18 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
     tqdm.write(f"[iter {k + 1}] critic: {feedback.summary}")
 
 
+def check_ranks_agree(run_dir: Path, ppo: P.PPO, library: Library, rank: int) -> None:
+    """ranks.json: each rank's step count, weight hash and code actions; they must all agree."""
+    weights = b"".join(t.cpu().numpy().tobytes() for t in ppo.agent.state_dict().values())
+    mine = {"rank": rank, "global_step": ppo.global_step, "weights_sha256": hashlib.sha256(weights).hexdigest(),
+            "code_actions": [[a.name, hashlib.sha256(a.source.encode()).hexdigest()[:16]] for a in library.actions]}
+    ranks = P.all_gather([mine])
+    if rank == 0:
+        (run_dir / "ranks.json").write_text(json.dumps(ranks, indent=2))
+        if any(dict(r, rank=0) != dict(mine, rank=0) for r in ranks):
+            print(f"warning: the ranks disagree (see {run_dir / 'ranks.json'})", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     args, cfg, parser = parse_args(argv)
     if args.list_tasks:
@@ -465,30 +523,36 @@ def main(argv: list[str] | None = None) -> int:
         cfg = P.PPOConfig(**saved["ppo"])
     validate(args, parser)
     device = "cuda" if args.device == "auto" and torch.cuda.is_available() else args.device.replace("auto", "cpu")
-    P.seed_everything(args.seed)
+    rank, world, device = init_distributed(device)
+    P.seed_everything(args.seed)  # every rank builds the same initial weights
+    torch.set_num_threads(args.threads)
 
-    if args.resume:
-        run_dir = Path(args.resume)
-    else:
+    run_dir = Path(args.resume) if args.resume else None
+    if run_dir is None and rank == 0:
         name = args.run_name or f"{args.task.replace(':', '-')}__{args.mode}__{args.seed}__{int(time.time())}"
         run_dir = Path(args.runs_dir) / name
         if (run_dir / "config.json").exists():
             parser.error(f"{run_dir} already holds a run: --resume it, or pick another --run-name")
         run_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        llm, server, backend = make_llm(args, run_dir)
-    except LLMError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    print(f"run directory: {run_dir}\nmode: {args.mode}; agents' backend: {backend}; device: {device}")
-    if not args.resume:
+    run_dir = P.broadcast(run_dir)  # under torchrun: rank 0's name (the unix time may differ per rank)
+    llm, server, backend = None, None, None
+    if rank == 0:
+        try:
+            llm, server, backend = make_llm(args, run_dir)
+        except LLMError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        print(f"run directory: {run_dir}\nmode: {args.mode}; agents' backend: {backend}; device: {device}"
+              + (f" (x{world} ranks under torchrun)" if world > 1 else ""))
+    if not args.resume and rank == 0:
         (run_dir / "config.json").write_text(json.dumps(
             {"args": asdict(args), "ppo": asdict(cfg), "backend": backend, "device": device}, indent=2))
 
     from torch.utils.tensorboard import SummaryWriter
 
-    run = {"dir": run_dir, "writer": SummaryWriter(str(run_dir)), "wandb": None, "iteration": 0, "llm": llm}
-    if args.track:
+    run = {"dir": run_dir, "writer": SummaryWriter(str(run_dir)) if rank == 0 else None, "wandb": None,
+           "iteration": 0, "llm": llm, "rank": rank, "world": world}
+    if args.track and rank == 0:
         import wandb
 
         run["wandb"] = wandb.init(project="rlgpt", name=run_dir.name, config=asdict(args), dir=str(run_dir))
@@ -504,15 +568,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.resume and ckpt.is_file():
         actions, state = P.load_checkpoint(str(ckpt), ppo)
         library = Library([E.CodeAction(**a) for a in actions], state.pop("library_active"))
-        print(f"resumed from {ckpt}: iteration {state['iteration'] + 1}, {ppo.global_step} env steps done")
+        if rank == 0:
+            print(f"resumed from {ckpt}: iteration {state['iteration'] + 1}, {ppo.global_step} env steps done")
+    if rank:  # ...and samples its own actions (a checkpoint holds rank 0's RNG state)
+        P.seed_everything(args.seed + 1000 * rank + ppo.global_step)
     slow, fast = SlowAgent(llm), FastAgent(llm, dry_run_task=args.task, dry_run_steps=args.max_macro_steps)
     run["slow"] = slow
     try:
         while state["iteration"] < args.iterations:
             run["iteration"] = state["iteration"]
             if state["phase"] == "plan":
-                if args.mode != "rl":
+                if args.mode != "rl" and rank == 0:
                     agents_phase(args, run, slow, fast, library, state, doc)
+                if world > 1:  # every rank gets rank 0's plan and code actions, in the same order
+                    state, actions, active = P.broadcast([state, [asdict(a) for a in library.actions],
+                                                          library.active])
+                    library = Library([E.CodeAction(**a) for a in actions], active)
                 grow = E.CrafterEnv().action_space.n + len(library.actions) - agent.n_actions
                 if grow > 0:
                     agent.extend(grow, prior=cfg.new_action_prior, obs=ppo.next_obs)
@@ -529,9 +600,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: the LLM could not be used: {e}", file=sys.stderr)
         return 2
     finally:
-        run["writer"].close()
+        if run["writer"] is not None:
+            run["writer"].close()
         if server is not None:
             server.stop()
+    if world > 1:
+        check_ranks_agree(run_dir, ppo, library, rank)
+        dist.destroy_process_group()
+        if rank:
+            return 0
     report.write_summary(run_dir, state["history"], args)
     print(f"done: {ppo.global_step} env steps; summary in {run_dir / 'summary.md'}")
     return 0

@@ -54,8 +54,8 @@ def history(d: Path) -> list[dict]:
     return torch.load(d / "checkpoint.pt", weights_only=False)["extra"]["history"]
 
 
-@pytest.fixture
-def e2e(tmp_path_factory, monkeypatch_module):
+@pytest.fixture(scope="module")
+def e2e(tmp_path_factory, monkeypatch_module):  # module-scoped: runs once
     """One scripted two-iteration run, shared by the tests that read what it left behind."""
     root = tmp_path_factory.mktemp("e2e")
     monkeypatch_module.setenv("OPENAI_API_KEY", KEY)
