@@ -216,11 +216,14 @@ def broadcast(obj):
     return box[0]
 
 
-def _masked_get(infos: dict, key: str, default: np.ndarray) -> np.ndarray:
-    """Vector-env infos store `key` with a `_key` mask; fall back to `default` where unset."""
-    if key not in infos:
-        return default
-    return np.where(infos[f"_{key}"], infos[key], default)
+def step_info(infos: dict, key: str, default, n: int) -> np.ndarray:
+    """One value of `key` per env for this vector step, whether its episode went on (`infos`, with a
+    `_key` mask) or just ended (same-step autoreset moves that step's info to infos["final_info"])."""
+    out = np.full(n, default, dtype=object if isinstance(default, str) else None)
+    for src in (infos, infos.get("final_info", {})):
+        if key in src:
+            out = np.where(src["_" + key], src[key], out)
+    return out
 
 
 class PPO:
@@ -313,7 +316,7 @@ class PPO:
                 act_np = action.cpu().numpy()
                 obs, reward, term, trunc, infos = envs.step(act_np)
                 final = infos.get("final_info", {})
-                k_steps = _masked_get(final, "prim_steps", _masked_get(infos, "prim_steps", np.ones(n_env)))
+                k_steps = step_info(infos, "prim_steps", 1, n_env)
                 self.next_obs = self._to_tensor(obs)
                 rewards[t] = torch.as_tensor(reward, device=dev)
                 terminated[t] = torch.as_tensor(term, device=dev)

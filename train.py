@@ -236,16 +236,6 @@ class Library:
         return np.array(base + [a.name in live for a in self.actions], dtype=bool)
 
 
-def step_info(infos: dict, key: str, default) -> np.ndarray:
-    """One value per env for this step, whether its episode went on (infos) or ended (final_info)."""
-    n = len(infos.get("_" + key, infos.get("_final_info", [])))
-    out = np.full(n, default, dtype=object)
-    for src in (infos, infos.get("final_info", {})):
-        if key in src:
-            out = np.where(src["_" + key], src[key], out)
-    return out
-
-
 class CodeStats:
     """What the critic reads about each code action: how often chosen, how often it worked, its cost."""
 
@@ -255,10 +245,10 @@ class CodeStats:
 
     def __call__(self, actions: np.ndarray, infos: dict) -> None:
         self.decisions += len(actions)
-        which = step_info(infos, "code_action", -1)
-        ok, steps, err = (step_info(infos, k, d) for k, d in (("code_ok", False), ("prim_steps", 1),
-                                                              ("code_error", "")))
-        for i in np.flatnonzero(which.astype(int) >= 0):
+        n = len(actions)
+        which, ok, steps, err = (P.step_info(infos, k, d, n) for k, d in (
+            ("code_action", -1), ("code_ok", False), ("prim_steps", 1), ("code_error", "")))
+        for i in np.flatnonzero(which >= 0):
             name = self.library.actions[int(which[i])].name
             row = self.rows.setdefault(name, {"chosen": 0, "ok": 0, "steps": 0, "errors": Counter()})
             row["chosen"] += 1
@@ -329,7 +319,7 @@ def run_program(envs, action: int, steps: int, on_step, progress) -> dict:
     while done_steps < steps:
         actions = np.full(envs.num_envs, action)
         _, _, _, _, infos = envs.step(actions)
-        n = sum(P.all_gather([int(step_info(infos, "prim_steps", 1).astype(int).sum())]))  # all ranks' steps
+        n = sum(P.all_gather([int(P.step_info(infos, "prim_steps", 1, len(actions)).sum())]))  # all ranks
         done_steps += n
         on_step(actions, infos)
         progress(n)
@@ -558,7 +548,8 @@ def main(argv: list[str] | None = None) -> int:
         run["wandb"] = wandb.init(project="rlgpt", name=run_dir.name, config=asdict(args), dir=str(run_dir))
 
     probe = E.make_env(args.task)
-    agent = P.Agent(probe.observation_space, probe.action_space.n)
+    n_base = probe.action_space.n  # the env's own actions; code actions come after them
+    agent = P.Agent(probe.observation_space, n_base)
     doc = E.api_doc(type(probe.unwrapped.make_api(0)))
     probe.close()
     ppo = P.PPO(agent, cfg, device=device, total_steps=args.total_steps)
@@ -584,7 +575,7 @@ def main(argv: list[str] | None = None) -> int:
                     state, actions, active = P.broadcast([state, [asdict(a) for a in library.actions],
                                                           library.active])
                     library = Library([E.CodeAction(**a) for a in actions], active)
-                grow = E.CrafterEnv().action_space.n + len(library.actions) - agent.n_actions
+                grow = n_base + len(library.actions) - agent.n_actions
                 if grow > 0:
                     agent.extend(grow, prior=cfg.new_action_prior, obs=ppo.next_obs)
                 state["phase"] = "train"
