@@ -101,6 +101,7 @@ class Args:
 
 
 MODES, BACKENDS = ("rlgpt", "rl", "code"), ("auto", "http", "local", "library")
+APPEND_LOGS = ("metrics.jsonl", "stats.jsonl")  # rewound to the checkpoint on --resume
 
 
 # ----------------------------------------------------------------------------------------------
@@ -359,8 +360,19 @@ def log_metrics(run: dict, metrics: dict, step: int) -> None:
 def save(run: dict, ppo: P.PPO, library: Library, state: dict) -> None:
     if run["rank"]:  # rank 0 alone checkpoints (all ranks hold the same weights)
         return
-    state = dict(state, library_active=library.active)
+    logs = {name: (run["dir"] / name).stat().st_size for name in APPEND_LOGS if (run["dir"] / name).is_file()}
+    state = dict(state, library_active=library.active, log_sizes=logs)
     P.save_checkpoint(str(run["dir"] / "checkpoint.pt"), ppo, [asdict(a) for a in library.actions], state)
+
+
+def rewind_logs(run_dir: Path, sizes: dict[str, int]) -> None:
+    """On resume, cut the append-only logs back to the checkpoint, so the steps run again after it are
+    not counted twice in curves and in Crafter's score."""
+    for name, size in sizes.items():
+        path = run_dir / name
+        if path.is_file() and path.stat().st_size > size:
+            with open(path, "r+b") as f:
+                f.truncate(size)
 
 
 def agents_phase(args, run, slow, fast, library, state, doc) -> None:
@@ -560,6 +572,7 @@ def main(argv: list[str] | None = None) -> int:
         actions, state = P.load_checkpoint(str(ckpt), ppo)
         library = Library([E.CodeAction(**a) for a in actions], state.pop("library_active"))
         if rank == 0:
+            rewind_logs(run_dir, state.get("log_sizes", {}))
             print(f"resumed from {ckpt}: iteration {state['iteration'] + 1}, {ppo.global_step} env steps done")
     if rank:  # ...and samples its own actions (a checkpoint holds rank 0's RNG state)
         P.seed_everything(args.seed + 1000 * rank + ppo.global_step)

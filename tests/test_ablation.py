@@ -47,7 +47,7 @@ def row_of(text: str, *cells: str) -> str:
 
 def test_table_has_mean_and_spread_over_finished_seeds_only(tmp_path):
     rng = np.random.default_rng(0)
-    runs = A.plan_runs(["collect_wood"], [1, 2, 3], ["rl", "rlgpt"], quick=True, crafter=False)
+    runs = A.plan_runs(["collect_wood"], [1, 2, 3], ["rl", "rlgpt"], quick=True)
     curves = {r: list(rng.uniform(0, 1, 20).round(3)) for r in runs}
     evals = {r: round(float(rng.uniform()), 3) for r in runs}
     for r in runs:
@@ -67,7 +67,7 @@ def test_table_has_mean_and_spread_over_finished_seeds_only(tmp_path):
 
 
 def test_commands_skip_finished_resume_unfinished_and_refuse_another_budget(tmp_path):
-    new, partial, done = A.plan_runs(["place_table"], [1], ["rl", "code", "rlgpt"], quick=True, crafter=False)
+    new, partial, done = A.plan_runs(["place_table"], [1], ["rl", "code", "rlgpt"], quick=True)
     fake_run(tmp_path, partial, [0.1], finished=False)
     fake_run(tmp_path, done, [0.1])
     cmd = A.command_for(new, tmp_path, ["--num-envs", "4"])
@@ -82,7 +82,7 @@ def test_commands_skip_finished_resume_unfinished_and_refuse_another_budget(tmp_
 
 
 def test_execute_runs_only_what_is_missing(tmp_path, monkeypatch):
-    runs = A.plan_runs(["collect_wood"], [1], ["rl", "rlgpt"], quick=True, crafter=False)
+    runs = A.plan_runs(["collect_wood"], [1], ["rl", "rlgpt"], quick=True)
     fake_run(tmp_path, runs[0], [0.5])
     calls = []
 
@@ -141,3 +141,13 @@ def test_report_only_trains_nothing_and_shows_the_logged_budget(tmp_path, monkey
     cells = row_of(text, "collect_wood", "rlgpt").split("|")[4:9]
     assert cells == [" 0/1 ", " - ", " - ", " - ", " - "]  # no runs yet: nothing invented
     assert not (tmp_path / "collect_wood.png").exists()
+
+
+def test_crafter_runs_one_seed_last_and_its_report_survives_another_invocation(tmp_path):
+    runs = A.plan_runs(["crafter", "collect_wood"], [1, 2, 3], list(A.MODES), quick=False)
+    assert [r.task for r in runs] == ["collect_wood"] * 9 + ["crafter"] * 3
+    assert {(r.seed, r.budget) for r in runs if r.task == "crafter"} == {(1, A.CRAFTER_BUDGET)}
+    crafter = fake_run(tmp_path, runs[-1], [0.0], finished=False)  # going on in another process
+    (crafter / "stats.jsonl").write_text(json.dumps({"length": 200, "achievement_collect_wood": 1}) + "\n")
+    assert A.main(["--report-only", "--out", str(tmp_path), "--tasks", "collect_wood"]) == 0
+    assert f"| ours: {runs[-1].mode} | {A.CRAFTER_BUDGET} (unfinished) |" in (tmp_path / "results.md").read_text()

@@ -136,9 +136,12 @@ def test_resume_after_sigkill_finishes_the_budget(tmp_path):
                             stderr=subprocess.DEVNULL, env=dict(os.environ, PYTHONUNBUFFERED="1"))
     ckpt, deadline = tmp_path / "r" / "checkpoint.pt", time.time() + 240
     try:
-        while time.time() < deadline:  # wait for a checkpoint written during training, not just after planning
-            if ckpt.is_file() and torch.load(ckpt, weights_only=False)["ppo"]["global_step"] > 0:
-                break
+        while time.time() < deadline:  # kill after a training checkpoint AND an update logged after it
+            if ckpt.is_file() and (saved := torch.load(ckpt, weights_only=False)["ppo"]["global_step"]) > 0:
+                lines = (tmp_path / "r" / "metrics.jsonl").read_text().splitlines()
+                after = [x for x in lines if json.loads(x)["global_step"] > saved and "losses/policy_loss" in x]
+                if after:
+                    break
             assert proc.poll() is None, "the run ended before it could be killed"
             time.sleep(0.5)
         else:
@@ -152,6 +155,12 @@ def test_resume_after_sigkill_finishes_the_budget(tmp_path):
     final = torch.load(ckpt, weights_only=False)
     assert 1200 <= final["ppo"]["global_step"] < 1200 + 2 * 24  # at most one vector step past the budget
     assert [r["iteration"] for r in final["extra"]["history"]] == [1, 2]
+    lines = (tmp_path / "r" / "metrics.jsonl").read_text().splitlines()
+    assert not set(after) & set(lines)  # what was logged after the checkpoint was rewound, not kept twice
+    steps = [json.loads(x)["global_step"] for x in lines if "losses/policy_loss" in x]
+    assert steps == sorted(set(steps))
+    episodes = (tmp_path / "r" / "stats.jsonl").read_text().splitlines()
+    assert sum(json.loads(e)["length"] for e in episodes) <= final["ppo"]["global_step"]
 
 
 def test_bad_input_exits_2_with_a_sentence(tmp_path, capsys):
