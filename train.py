@@ -69,7 +69,7 @@ class Args:
     """the model takes images: the critic then also sees frames of a failed evaluation episode"""
     iterations: int = 3
     """RL-GPT iterations (the slow loop); the env-step budget is split evenly over them"""
-    total_steps: int = 60_000
+    total_steps: int = 40_000
     """primitive env steps for the whole run, every step of every code action included"""
     num_envs: int = 8
     """parallel environments (under torchrun: in total, split evenly over the ranks)"""
@@ -390,7 +390,7 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
         except (LLMError, AgentError) as e:
             if previous is None:
                 raise
-            tqdm.write(f"[iter {k}] planning failed ({e}); carrying on with the last good plan")
+            tqdm.write(f"[iter {k + 1}] planning failed ({e}); carrying on with the last good plan")
             plan = previous
         subs = plan.code_subactions
     state["plan"] = plan.to_dict()
@@ -405,14 +405,14 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
         else:
             action = fast.write(sub, doc, feedback=fix)
         if action is None:
-            tqdm.write(f"[iter {k}] no working code for {sub.name!r}: it is left to RL")
+            tqdm.write(f"[iter {k + 1}] no working code for {sub.name!r}: it is left to RL")
             library.active.pop(sub.name, None)
             continue
         action = library.add(sub.name, action)
         (it_dir / "skills" / f"{action.name}.py").write_text(action.source)
     for name in [n for n in library.active if n not in {s.name for s in subs}]:
         library.active.pop(name)  # the plan moved it to RL: masked from now on
-    tqdm.write(f"[iter {k}] plan: {len(plan.subactions)} sub-actions; code actions in use: "
+    tqdm.write(f"[iter {k + 1}] plan: {len(plan.subactions)} sub-actions; code actions in use: "
                f"{', '.join(library.active.values()) or 'none'}")
 
 
