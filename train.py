@@ -386,6 +386,8 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
     else:
         previous = Plan.from_dict(state["plan"]) if state["plan"] else None
         try:
+            if run["llm"] is not None:  # LLM calls can take minutes: say what we are waiting for
+                tqdm.write(f"[iter {k + 1}] asking the slow agent for a plan ...")
             plan = slow.plan(E.get_task(args.task), doc, feedback=feedback, previous=previous)
         except (LLMError, AgentError) as e:
             if previous is None:
@@ -403,6 +405,8 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
         if args.mode == "code" and run["llm"] is None:
             action = skills.whole_task_program(args.task, args.max_macro_steps)
         else:
+            if run["llm"] is not None:
+                tqdm.write(f"[iter {k + 1}] asking the fast agent to write {sub.name!r} ...")
             action = fast.write(sub, doc, feedback=fix)
         if action is None:
             tqdm.write(f"[iter {k + 1}] no working code for {sub.name!r}: it is left to RL")
@@ -491,6 +495,8 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
     frames = report.png_frames(ev["failed_frames"]) if args.vision else None
     active = [a for a in library.actions if a.name in library.active.values()]
     try:
+        if run["llm"] is not None:
+            tqdm.write(f"[iter {k + 1}] asking the critic ...")
         feedback = run["slow"].critique(plan, active, critic_stats, frames)
     except (LLMError, AgentError) as e:
         tqdm.write(f"[iter {k + 1}] the critic failed ({e}); the next plan goes without feedback")
