@@ -244,14 +244,16 @@ class CodeStats:
         self.library, self.decisions = library, 0
         self.rows: dict[str, dict] = {}
 
+    def _row(self, name: str) -> dict:
+        return self.rows.setdefault(name, {"chosen": 0, "ok": 0, "steps": 0, "errors": Counter()})
+
     def __call__(self, actions: np.ndarray, infos: dict) -> None:
-        self.decisions += len(actions)
         n = len(actions)
+        self.decisions += n
         which, ok, steps, err = (P.step_info(infos, k, d, n) for k, d in (
             ("code_action", -1), ("code_ok", False), ("prim_steps", 1), ("code_error", "")))
         for i in np.flatnonzero(which >= 0):
-            name = self.library.actions[int(which[i])].name
-            row = self.rows.setdefault(name, {"chosen": 0, "ok": 0, "steps": 0, "errors": Counter()})
+            row = self._row(self.library.actions[int(which[i])].name)
             row["chosen"] += 1
             row["ok"] += bool(ok[i])
             row["steps"] += int(steps[i])
@@ -264,7 +266,7 @@ class CodeStats:
         for decisions, rows in parts:
             self.decisions += decisions
             for name, r in rows.items():
-                row = self.rows.setdefault(name, {"chosen": 0, "ok": 0, "steps": 0, "errors": Counter()})
+                row = self._row(name)
                 for key in row:
                     row[key] += r[key]
 
@@ -286,7 +288,7 @@ def evaluate(agent: P.Agent, args: Args, library: Library, mask: np.ndarray, ite
     first episode (for the GIF) and of the first failed one (for a vision critic)."""
     env = E.make_env(args.task, code_actions=library.actions, max_macro_steps=args.max_macro_steps)
     env.unwrapped.frames = []
-    device = next(agent.parameters()).device if agent is not None else "cpu"
+    device = next(agent.parameters()).device
     results, first_frames, failed_frames = [], None, None
     for ep in range(args.eval_episodes):
         obs, _ = env.reset(seed=10_000_000 + 1000 * args.seed + 100 * iteration + ep)
