@@ -231,9 +231,10 @@ class Library:
         self.active[sub] = name
         return action
 
-    def mask(self, masked_base: list[str]) -> np.ndarray:
+    def mask(self, n_base: int, masked_base: list[str]) -> np.ndarray:
+        """Allowed actions: the env's own ones (less those the plan masks by name) and the code actions in use."""
         live = set(self.active.values())
-        base = [a not in masked_base for a in E.ACTIONS]
+        base = [i >= len(E.ACTIONS) or E.ACTIONS[i] not in masked_base for i in range(n_base)]
         return np.array(base + [a.name in live for a in self.actions], dtype=bool)
 
 
@@ -427,7 +428,7 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
     k, n_base, t0 = state["iteration"], len(E.ACTIONS), time.time()
     plan = Plan.from_dict(state["plan"]) if state["plan"] else None
     rl_config = plan.rl_config if plan is not None and args.mode == "rlgpt" else {}
-    mask = library.mask(rl_config.get("mask_actions", []))
+    mask = library.mask(ppo.agent.n_actions - len(library.actions), rl_config.get("mask_actions", []))
     options = {} if args.task.startswith("minedojo:") else {
         "stats_path": run["dir"] / "stats.jsonl", "shaping": rl_config.get("shaping")}
     n_envs = args.num_envs // run["world"]  # this rank's share; its seeds follow the lower ranks'
