@@ -89,7 +89,7 @@ REPAIR_PROMPT = "Your reply was rejected: {error}\nReply again with only the who
 # ----------------------------------------------------------------------------------------------
 # The safe menu and the reply schemas.
 
-LONG_CHAIN = 3  # tasks with at least this many prerequisites get the task planner's sub-task chain
+LONG_CHAIN = skills.LONG_CHAIN  # tasks with this many prerequisites get the planner's sub-task chain
 MAX_SUBACTIONS = 16  # each code sub-action widens the RL action space (the whole tech tree needs 15)
 SHAPING_RANGE = (0.0, 1.0)  # never worth more than the task's own success reward of 1
 NAME_RE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
