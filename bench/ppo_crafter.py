@@ -32,6 +32,7 @@ def main() -> None:
     p.add_argument("--device", default="cpu")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (1: see train.py --threads)")
+    p.add_argument("--precision", default="auto", help="the update's precision: auto | fp32 | bf16 (PPOConfig)")
     p.add_argument("--csv", help="also write the curve to this CSV file")
     args = p.parse_args()
 
@@ -39,7 +40,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     envs = rl_env.make_vec_env(args.task, args.num_envs, seed=args.seed)
     agent = Agent(envs.single_observation_space, envs.single_action_space.n)
-    ppo = PPO(agent, PPOConfig(seed=args.seed), device=args.device, total_steps=args.steps)
+    ppo = PPO(agent, PPOConfig(seed=args.seed, precision=args.precision), device=args.device, total_steps=args.steps)
     episodes: list[tuple[int, float, int]] = []  # (global_step at the end, success, length)
 
     def on_step(actions: np.ndarray, infos: dict) -> None:
@@ -51,7 +52,7 @@ def main() -> None:
 
     rows, next_point, t0 = [], args.window, time.time()
     print(f"task {args.task}, {args.steps} env steps, {args.num_envs} envs, device {ppo.device}, "
-          f"{torch.get_num_threads()} torch threads")
+          f"{torch.get_num_threads()} torch threads, bf16 update: {ppo.bf16}")
     print(f"{'env steps':>10} {'episodes':>9} {'success':>8} {'mean len':>9} {'all-time':>9} {'SPS':>6}")
 
     def on_log(metrics: dict, step: int) -> None:
