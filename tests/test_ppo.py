@@ -272,3 +272,22 @@ def test_cartpole_learns_within_60k_steps():
     finally:
         torch.set_num_threads(threads)
     assert sum(solved) >= 2, solved
+
+
+def test_bf16_update_keeps_heads_in_fp32_and_close_to_fp32():
+    """precision=bf16 runs the CNN under bfloat16 autocast but the heads in fp32: log-probs and values
+    come out fp32 (PPO's ratio is not rounded to bf16) and close to the fp32 ones."""
+    seed_everything(4)
+    agent = Agent(dict_space(), 17)
+    obs = {k: torch.as_tensor(np.stack([s.sample() for _ in range(16)])) for k, s in dict_space().items()}
+    act = torch.randint(0, 17, (16,))
+    _, lp32, _, v32 = agent.get_action_and_value(obs, act)
+    _, lp16, _, v16 = agent.get_action_and_value(obs, act, bf16=True)
+    assert lp16.dtype == torch.float32 and v16.dtype == torch.float32
+    assert not torch.equal(lp16, lp32)  # the body did run in bf16
+    assert torch.allclose(lp16, lp32, atol=0.02) and torch.allclose(v16, v32, atol=0.05)
+    assert ppo_mod.use_bf16("fp32", torch.device("cpu")) is False
+    assert ppo_mod.use_bf16("bf16", torch.device("cpu")) is True
+    assert ppo_mod.use_bf16("auto", torch.device("cuda")) is False
+    with pytest.raises(ValueError, match="precision"):
+        ppo_mod.use_bf16("fp16", torch.device("cpu"))
