@@ -93,9 +93,10 @@ def grid(quick: bool = False) -> list[Cell]:
 
 def episodes(run_dir: Path) -> list[tuple[int, dict]]:
     """(position, row) of every finished training episode in stats.jsonl (one row per episode, in the order
-    they finished). Position = env steps of all episodes finished so far, this one's included. It trails the
-    trainer's step counter by the steps of the episodes still running then (< num_envs x the task's step
-    limit), and unlike that counter it is in stats.jsonl itself, row by row."""
+    they finished). Position = env steps of all episodes finished so far, this one's included: stats.jsonl
+    has no step counter. It trails the trainer's counter by the steps of the episodes still running then
+    (< num_envs x the task's step limit) and of any cut off unfinished before (a train.py that closes its
+    envs between iterations drops their episodes; the result's `finished` shows the coverage)."""
     rows = report.read_jsonl(run_dir / "stats.jsonl")
     return list(zip(np.cumsum([r["length"] for r in rows]).tolist(), rows, strict=True))
 
@@ -156,6 +157,8 @@ def result_of(cell: Cell, run_dir: Path) -> dict:
               "machine": attempts[0]["machine"] if attempts else None, "attempts": len(attempts),
               "wall_s": wall, "sps": round(env_steps / wall, 1) if wall else None,
               "backend": config.get("backend"), "curve": points,
+              # how much of env_steps the finished episodes cover (the rest: episodes cut off or still going)
+              "finished": {"episodes": len(eps), "env_steps": eps[-1][0] if eps else 0},
               "train": {"window": [cell.budget * (POINTS - 1) // POINTS, cell.budget], "n": points[-1]["n"],
                         "success": points[-1].get("success")},
               "eval": {"success": evals[-1] if evals else None,

@@ -85,6 +85,7 @@ def test_result_curve_counts_the_episodes_that_finished_in_each_window(tmp_path)
     assert r["train"] == {"window": [900, 1000], "n": 1, "success": 1.0}
     assert r["eval"] == {"success": 0.75, "n": 8}  # the last evaluation, with the run's eval episode count
     assert (r["env_steps"], r["wall_s"], r["sps"]) == (1200, 50.0, 24.0)
+    assert r["finished"] == {"episodes": 6, "env_steps": 1200}
     assert (r["commit"], r["resumed_at_commits"], r["dirty"], r["attempts"]) == ("abc", ["def"], True, 2)
     assert r["results_version"] == A.RESULTS_VERSION and r["machine"]["cpu"] == "fake cpu"
     assert r["iterations"] == [{"iteration": 1, "env_steps": 500, "critic": "chop_tree is called blind",
