@@ -156,7 +156,7 @@ def result_of(cell: Cell, run_dir: Path) -> dict:
               "dirty": any(a["dirty"] for a in attempts), "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
               "machine": attempts[0]["machine"] if attempts else None, "attempts": len(attempts),
               "wall_s": wall, "sps": round(env_steps / wall, 1) if wall else None,
-              "backend": config.get("backend"), "curve": points,
+              "device": config.get("device"), "backend": config.get("backend"), "curve": points,
               # how much of env_steps the finished episodes cover (the rest: episodes cut off or still going)
               "finished": {"episodes": len(eps), "env_steps": eps[-1][0] if eps else 0},
               "train": {"window": [cell.budget * (POINTS - 1) // POINTS, cell.budget], "n": points[-1]["n"],
