@@ -1,17 +1,23 @@
-"""The ablation: plain PPO vs one program vs RL-GPT, per task at fixed env-step budgets, from the runs' logs.
+"""The ablation grid (plain PPO, PPO with the plan's configuration, one program, RL-GPT), kept as data.
 
-    python bench/ablation.py --quick                  # 1 seed, small budgets, all four tasks (< 15 min here)
-    python bench/ablation.py                          # 3 seeds at the issue's budgets (days on 2 cores)
-    python bench/ablation.py --crafter                # ... and the whole Crafter benchmark (1M steps, 1 seed)
-    python bench/ablation.py --tasks crafter          # only that (e.g. in a second terminal)
-    python bench/ablation.py --report-only            # rewrite results.md and the plots from existing runs
-    python bench/ablation.py --quick -- --num-envs 4  # anything after -- goes to every train.py run
+    python -m bench.ablation                 # run every grid cell that has no current result (days on 2 cores)
+    python -m bench.ablation --tasks collect_wood --modes rl rlgpt --seeds 1    # only a slice of the grid
+    python -m bench.ablation --table         # rebuild README.md's results section and docs/results_*.png
+    python -m bench.ablation --check         # exit 1 if README.md's results section differs from the data
+    python -m bench.ablation --quick         # smoke test: 1 seed, tiny budgets, all of it under bench/out/
+    python -m bench.ablation -- --num-envs 16                # anything after -- goes to every train.py run
 
-Each run is `train.py` in a subprocess, one at a time, into <out>/<task>__<mode>__<seed>/ (its output
-in train.log there). Resumable: a run with summary.md is finished and skipped, one with only
-config.json is continued with --resume. Every number in results.md is read from the runs' own files
-(metrics.jsonl, stats.jsonl, config.json, iter_k/*.json); only the published Crafter scoreboard is
-quoted, and it is labelled as such. RL-GPT and code runs use `--llm library`: the hand-written
+(`python bench/ablation.py ...` works the same.) A cell is (task, mode, seed, env-step budget). Its run
+is `train.py` in a subprocess, one at a time, in bench/out/ablation/v<RESULTS_VERSION>/<cell>/ (git-ignored;
+an interrupted run is continued with --resume). As soon as it finishes, its result, a few kB read from
+the run's own logs, is written atomically to bench/results/<cell>.json, to be committed with the code,
+so the table grows across sessions and machines. A cell with a current result is never run again.
+
+Stale results: RESULTS_VERSION below is bumped by hand in any commit that changes what a run measures
+(trainer, learner, env, skills, budgets' meaning). A result of another version is stale: the table does
+not show it (it lists it), and the cell runs again, into a fresh v<N>/ directory, and overwrites it. The
+commit each run ran at, with a dirty flag, is recorded for audit; it does not decide staleness, since
+most commits do not change the numbers. The code and RL-GPT cells use `--llm library`: the hand-written
 reference skills and plans, not an LLM.
 """
 
@@ -19,39 +25,48 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+if __package__ in (None, ""):  # run as `python bench/ablation.py`: the repo root holds report.py and env.py
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import env as E  # noqa: E402
 import report  # noqa: E402
 
-MODES = ("rl", "code", "rlgpt")
+RESULTS_VERSION = 1  # bump by hand when the numbers a run produces change meaning (see the docstring)
+ROOT = Path(__file__).resolve().parent.parent
+MODES = ("rl", "rl+config", "code", "rlgpt")
+SEEDS = (1, 2, 3)
 BUDGETS = {"collect_wood": 50_000, "place_table": 100_000, "make_wood_pickaxe": 200_000,
-           "collect_stone": 300_000}
-# --quick is a smoke test of the pipeline (RL barely starts), sized to take under 15 minutes on 2 busy cores.
+           "collect_stone": 300_000, "crafter": 1_000_000}
+CRAFTER_MODES = ("rl", "rlgpt")  # crafter: seed 1 only (1M steps is a day here)
+# --quick is a smoke test of the pipeline (RL barely starts); its results never enter bench/results/.
 QUICK_BUDGETS = {"collect_wood": 2_000, "place_table": 2_000, "make_wood_pickaxe": 2_500,
-                 "collect_stone": 2_500}
+                 "collect_stone": 2_500, "crafter": 5_000}
 # --quick also shrinks what is not training: a failing policy's evaluation episode runs to the task's
 # step limit (up to 1000 steps, one forward pass each), and one PPO rollout is num_envs * num_steps.
 QUICK_TRAIN_ARGS = ["--iterations", "2", "--eval-episodes", "1", "--num-envs", "4", "--num-steps", "64",
                     "--no-capture-video"]
-CRAFTER_BUDGET, QUICK_CRAFTER_BUDGET = 1_000_000, 5_000  # --quick --crafter: not in the 15 minutes
+POINTS = 10  # the success curve: at budget * k / POINTS, k = 1..POINTS
 # Quoted, not measured: ../shared/paper-notes.md (Crafter's scoreboard): (agent, env steps, score).
 PUBLISHED = [("random", "-", 1.6), ("SB3 PPO", "1M", 4.6), ("DreamerV3", "1M", 14.5),
              ("PPO-ResNet", "1M", 15.6), ("Achievement Distillation", "1M", 21.8),
              ("SPRING (GPT-4, no training)", "-", 27.3), ("human experts", "-", 50.5)]
-FINAL_SHARE = 0.1  # "final" training success: the updates in the last 10% of a run's env steps
+MARKERS = ("<!-- results:start -->", "<!-- results:end -->")
 
 
 @dataclass(frozen=True)
-class Run:
-    """One cell of the ablation; its directory name is how a later invocation finds it again."""
+class Cell:
+    """One cell of the grid; its name names both its run directory and its result file."""
 
     task: str
     mode: str
@@ -60,197 +75,377 @@ class Run:
 
     @property
     def name(self) -> str:
-        return f"{self.task}__{self.mode}__{self.seed}"
+        return f"{self.task}__{self.mode}__s{self.seed}__{self.budget}"
 
 
-def plan_runs(tasks: list[str], seeds: list[int], modes: list[str], quick: bool) -> list[Run]:
-    """Cheap tasks first, so a long ablation has a complete small table early; crafter (1 seed) last."""
-    budgets = dict(QUICK_BUDGETS if quick else BUDGETS, crafter=QUICK_CRAFTER_BUDGET if quick else CRAFTER_BUDGET)
-    tasks = sorted(tasks, key=list(budgets).index)
-    return [Run(t, m, s, budgets[t]) for t in tasks for s in (seeds[:1] if t == "crafter" else seeds)
-            for m in modes]
-
-
-def command_for(run: Run, out: Path, extra: list[str]) -> list[str] | None:
-    """The train.py command that finishes `run` (None: finished already). A directory holding a run
-    with another budget is an error, never silently mixed into this table."""
-    run_dir = out / run.name
-    if (run_dir / "config.json").is_file():
-        budget = json.loads((run_dir / "config.json").read_text())["args"]["total_steps"]
-        if budget != run.budget:
-            raise SystemExit(f"{run_dir} holds a run of {budget} env steps, not {run.budget}: "
-                             "move it away or pick another --out")
-        if (run_dir / "summary.md").is_file():
-            return None
-        return [sys.executable, str(ROOT / "train.py"), "--resume", str(run_dir)]
-    llm = [] if run.mode == "rl" else ["--llm", "library"]
-    return [sys.executable, str(ROOT / "train.py"), "--task", run.task, "--mode", run.mode, *llm,
-            "--seed", str(run.seed), "--total-steps", str(run.budget), "--runs-dir", str(out),
-            "--run-name", run.name, *extra]
-
-
-def execute(runs: list[Run], out: Path, extra: list[str]) -> None:
-    """One run at a time (two cores here); a failed run is reported and the rest still go."""
-    start, commands = time.time(), [command_for(run, out, extra) for run in runs]  # checks every dir first
-    for i, (run, cmd) in enumerate(zip(runs, commands, strict=True), 1):
-        head = f"[{i}/{len(runs)}] {run.name} ({run.budget} env steps)"
-        if cmd is None:
-            print(f"{head}: finished before, skipped", flush=True)
-            continue
-        (out / run.name).mkdir(parents=True, exist_ok=True)
-        print(f"{head}: {'resuming' if '--resume' in cmd else 'running'} (log: {run.name}/train.log) ...",
-              end=" ", flush=True)
-        t0 = time.time()
-        with open(out / run.name / "train.log", "a") as log:
-            proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-            try:
-                rc = proc.wait()
-            except KeyboardInterrupt:  # train.py got the Ctrl-C too: let it write its checkpoint
-                proc.wait()
-                raise SystemExit(f"\ninterrupted: the same command resumes {run.name}") from None
-        status = "done" if rc == 0 else f"FAILED (exit {rc}, see {out / run.name / 'train.log'})"
-        elapsed = (time.time() - start) / 60
-        print(f"{status} in {time.time() - t0:.0f}s; elapsed {elapsed:.1f} min", flush=True)
+def grid(quick: bool = False) -> list[Cell]:
+    """Cheap tasks first, all modes of a seed together, so a long ablation has a complete small table
+    early; crafter (two modes, seed 1) last."""
+    budgets = QUICK_BUDGETS if quick else BUDGETS
+    return [Cell(task, mode, seed, budget) for task, budget in budgets.items()
+            for seed in (SEEDS[:1] if quick or task == "crafter" else SEEDS)
+            for mode in (CRAFTER_MODES if task == "crafter" else MODES)]
 
 
 # ----------------------------------------------------------------------------------------------
-# Reading the runs back.
+# One run's logs -> one result.
 
 
-def run_numbers(run_dir: Path) -> dict:
-    """What one run's logs say: budget, env steps done, final training success, last eval success."""
-    config = json.loads((run_dir / "config.json").read_text())
-    rows = report.read_jsonl(run_dir / "metrics.jsonl")
-    x, y = report.success_curve(run_dir)
-    final = y[x >= (1 - FINAL_SHARE) * x[-1]] if len(x) else np.array([])
-    evals = [r["eval/success_rate"] for r in rows if "eval/success_rate" in r]
-    return {"budget": config["args"]["total_steps"], "finished": (run_dir / "summary.md").is_file(),
-            "env_steps": max((r["global_step"] for r in rows), default=0), "curve": (x, y),
-            "train": float(final.mean()) if len(final) else float("nan"),
-            "eval": evals[-1] if evals else float("nan")}
+def episodes(run_dir: Path) -> list[tuple[int, dict]]:
+    """(position, row) of every finished training episode in stats.jsonl (one row per episode, in the order
+    they finished). Position = env steps of all episodes finished so far, this one's included: stats.jsonl
+    has no step counter. It trails the trainer's counter by the steps of the episodes still running then
+    (< num_envs x the task's step limit) and of any cut off unfinished before (a train.py that closes its
+    envs between iterations drops their episodes; the result's `finished` shows the coverage)."""
+    rows = report.read_jsonl(run_dir / "stats.jsonl")
+    return list(zip(np.cumsum([r["length"] for r in rows]).tolist(), rows, strict=True))
 
 
-def mean_spread(values: list[float]) -> str:
-    """Mean ± std over seeds; runs that finished no episode (nan) are left out, not counted as 0."""
-    vals = [v for v in values if not np.isnan(v)]
-    if not vals:
-        return "-"
-    return f"{np.mean(vals):.2f} ± {np.std(vals):.2f}" if len(vals) > 1 else f"{vals[0]:.2f}"
+def succeeded(row: dict, task: str) -> bool:
+    """The row's own `success` if it has one, else: the task's achievement unlocked."""
+    return bool(row["success"]) if "success" in row else row.get(f"achievement_{E.get_task(task).achievement}", 0) > 0
 
 
-def lessons(run_dir: Path) -> list[str]:
-    """Per iteration of an RL-GPT run: the code action that failed most often, its commonest error,
-    and the critic's summary (iter_k/stats.json and iter_k/feedback.json)."""
-    lines = []
-    for stats_path in sorted(run_dir.glob("iter_*/stats.json"), key=lambda p: int(p.parent.name[5:])):
-        stats, k = json.loads(stats_path.read_text()), stats_path.parent.name
-        actions = stats.get("code_actions", {})
-        if actions:
-            name, row = max(actions.items(), key=lambda kv: kv[1]["chosen"] * (1 - kv[1]["success_rate"]))
-            error = f"; commonest error: `{row['errors'][0][0]}`" if row.get("errors") else ""
-            lines.append(f"- {run_dir.name} {k}: `{name}` fails most: success {row['success_rate']:.2f} over "
-                         f"{row['chosen']} calls ({row['share']:.1%} of decisions){error}")
+def curve(eps: list[tuple[int, dict]], cell: Cell) -> list[dict]:
+    """At each point s = budget * k / POINTS: the episodes whose position lies in (s - budget / POINTS, s],
+    their count n and their success rate (crafter: mean achievements unlocked per episode); None if n = 0.
+    Episodes past the budget count nowhere."""
+    points = []
+    for k in range(1, POINTS + 1):
+        lo, hi = cell.budget * (k - 1) // POINTS, cell.budget * k // POINTS
+        window = [row for pos, row in eps if lo < pos <= hi]
+        if cell.task == "crafter":
+            value = [sum(v > 0 for a, v in row.items() if a.startswith("achievement_")) for row in window]
+            points.append({"step": hi, "n": len(window),
+                           "achievements": round(float(np.mean(value)), 3) if window else None})
         else:
-            lines.append(f"- {run_dir.name} {k}: no code action was called")
-        feedback = stats_path.parent / "feedback.json"
-        if feedback.is_file():
-            lines.append(f"  - critic: {json.loads(feedback.read_text()).get('summary', '').strip()}")
-    return lines
+            ok = [succeeded(row, cell.task) for row in window]
+            points.append({"step": hi, "n": len(window), "success": round(float(np.mean(ok)), 4) if ok else None})
+    return points
 
 
-def crafter_section(out: Path, runs: list[Run]) -> list[str]:
-    """Our Crafter scores beside the published scoreboard, then our per-achievement success rates."""
-    ours = {}
-    for run in runs:
-        if (out / run.name / "config.json").is_file():
-            n = run_numbers(out / run.name)
-            score, rates = report.crafter_score(out / run.name / "stats.jsonl", n["budget"])
-            ours[run.mode] = (n, score, rates)
-    lines = ["## Crafter (the whole benchmark)", "",
-             "| agent | env steps | Crafter score | source |", "|---|---|---|---|"]
-    lines += [f"| {name} | {steps} | {score} | published (paper-notes.md) |"
-              for name, steps, score in PUBLISHED]
-    for mode, (n, score, _) in ours.items():
-        done = "" if n["finished"] else " (unfinished)"
-        lines.append(f"| ours: {mode} | {n['env_steps']}{done} | {score:.1f} | measured here, stats.jsonl |")
-    if ours:
-        lines += ["", "Per-achievement success (% of training episodes within the budget, ours):", "",
-                  "| achievement | " + " | ".join(ours) + " |", "|---|" + "---|" * len(ours)]
-        for a in dict.fromkeys(a for r in ours.values() for a in r[2]):
-            cells = [f"{rates.get(a, float('nan')):.1f}" for _, _, rates in ours.values()]
-            lines.append(f"| {a} | {' | '.join(cells)} |")
+def iterations(run_dir: Path) -> list[dict]:
+    """Per iteration: what its code actions did (calls, success, commonest error) and the critic's summary,
+    from iter_k/stats.json and iter_k/feedback.json, so the results' "why" can be written from this file."""
+    out = []
+    for path in sorted(run_dir.glob("iter_*/stats.json"), key=lambda p: int(p.parent.name.split("_")[1])):
+        stats, feedback = json.loads(path.read_text()), path.parent / "feedback.json"
+        actions = {name: {"chosen": row["chosen"], "success_rate": row["success_rate"],
+                          "error": str(row["errors"][0][0])[:120] if row.get("errors") else None}
+                   for name, row in stats.get("code_actions", {}).items()}
+        critic = json.loads(feedback.read_text()).get("summary", "")[:300] if feedback.is_file() else None
+        out.append({"iteration": stats.get("iteration"), "env_steps": stats.get("env_steps"),
+                    "code_actions": actions, "critic": critic})
+    return out
+
+
+def result_of(cell: Cell, run_dir: Path) -> dict:
+    """Everything the table needs about a finished run, read from its own files."""
+    config = json.loads((run_dir / "config.json").read_text())
+    metrics = report.read_jsonl(run_dir / "metrics.jsonl")
+    attempts = report.read_jsonl(run_dir / "attempts.jsonl")
+    eps = episodes(run_dir)
+    points = curve(eps, cell)
+    evals = [r["eval/success_rate"] for r in metrics if "eval/success_rate" in r]
+    env_steps = max((r["global_step"] for r in metrics), default=0)
+    wall = round(sum(a["wall_s"] for a in attempts), 1)
+    commits = list(dict.fromkeys(a["commit"] for a in attempts))
+    result = {"results_version": RESULTS_VERSION, "task": cell.task, "mode": cell.mode, "seed": cell.seed,
+              "budget": cell.budget, "env_steps": env_steps,
+              "commit": commits[0] if commits else "unknown", "resumed_at_commits": commits[1:],
+              "dirty": any(a["dirty"] for a in attempts), "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+              "machine": attempts[0]["machine"] if attempts else None, "attempts": len(attempts),
+              "wall_s": wall, "sps": round(env_steps / wall, 1) if wall else None,
+              "device": config.get("device"), "backend": config.get("backend"), "curve": points,
+              # how much of env_steps the finished episodes cover (the rest: episodes cut off or still going)
+              "finished": {"episodes": len(eps), "env_steps": eps[-1][0] if eps else 0},
+              "train": {"window": [cell.budget * (POINTS - 1) // POINTS, cell.budget], "n": points[-1]["n"],
+                        "success": points[-1].get("success")},
+              "eval": {"success": evals[-1] if evals else None,
+                       "n": config["args"]["eval_episodes"] if evals else 0},
+              "iterations": iterations(run_dir)}
+    if cell.task == "crafter":
+        score, rates = report.crafter_score(run_dir / "stats.jsonl", cell.budget)
+        result["crafter"] = {"episodes": sum(pos <= cell.budget for pos, _ in eps),
+                             "score": round(score, 2), "achievements": {a: round(p, 2) for a, p in rates.items()}}
+    return result
+
+
+def write_json(path: Path, data: dict) -> None:
+    """Atomically: a reader (or a crash) never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    os.replace(tmp, path)
+
+
+def fail(message: str) -> NoReturn:
+    """Bad input: a sentence on stderr and exit status 2, no traceback."""
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def read_result(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        fail(f"{path} is not a readable result file ({e}); fix or delete it")
+
+
+# ----------------------------------------------------------------------------------------------
+# Running the cells that have no current result.
+
+
+def git_state() -> tuple[str, bool]:
+    """(HEAD, dirty): dirty = a tracked .py file differs from HEAD (the code that ran is not the commit)."""
+    def git(*a: str) -> str:
+        return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    dirty = git("status", "--porcelain", "--untracked-files=no", "--", "*.py")
+    return git("rev-parse", "HEAD") or "unknown", bool(dirty)
+
+
+def machine() -> dict:
+    """CPU model and cores, and the GPU if nvidia-smi sees one."""
+    info = Path("/proc/cpuinfo").read_text().splitlines() if Path("/proc/cpuinfo").is_file() else []
+    cpu = next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), "unknown")
+    gpu = None
+    if shutil.which("nvidia-smi"):
+        gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                             capture_output=True, text=True).stdout.strip().splitlines()[:1] or None
+    return {"cpu": cpu, "cores": os.cpu_count(), "gpu": gpu[0] if gpu else None}
+
+
+def command_for(cell: Cell, run_dir: Path, extra: list[str]) -> list[str]:
+    """The train.py command that starts `cell`, or continues its unfinished run."""
+    if (run_dir / "config.json").is_file():
+        return [sys.executable, str(ROOT / "train.py"), "--resume", str(run_dir)]
+    llm = [] if cell.mode == "rl" else ["--llm", "library"]  # rl+config needs the plan, code the program
+    return [sys.executable, str(ROOT / "train.py"), "--task", cell.task, "--mode", cell.mode, *llm,
+            "--seed", str(cell.seed), "--total-steps", str(cell.budget), "--runs-dir", str(run_dir.parent),
+            "--run-name", run_dir.name, *extra]
+
+
+def attempt(cmd: list[str], run_dir: Path) -> int:
+    """One train.py process, its output in train.log; attempts.jsonl gets its commit, machine and wall time."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    commit, dirty = git_state()
+    row = {"commit": commit, "dirty": dirty, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+           "machine": machine(), "resume": "--resume" in cmd}
+    t0 = time.time()
+    with open(run_dir / "train.log", "a") as log:
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            rc = proc.wait()
+        except KeyboardInterrupt:  # train.py got the Ctrl-C too: let it write its checkpoint
+            rc = proc.wait()
+    with open(run_dir / "attempts.jsonl", "a") as f:
+        f.write(json.dumps(dict(row, wall_s=round(time.time() - t0, 1), rc=rc)) + "\n")
+    return rc
+
+
+def is_current(path: Path) -> bool:
+    return path.is_file() and read_result(path).get("results_version") == RESULTS_VERSION
+
+
+def execute(cells: list[Cell], out: Path, results: Path, extra: list[str]) -> None:
+    """Each cell without a current result: run (or continue) it, then write its result at once."""
+    start = time.time()
+    for i, cell in enumerate(cells, 1):
+        head, path = f"[{i}/{len(cells)}] {cell.name}", results / f"{cell.name}.json"
+        if is_current(path):
+            print(f"{head}: has a result, skipped", flush=True)
+            continue
+        run_dir = out / f"v{RESULTS_VERSION}" / cell.name
+        if not (run_dir / "summary.md").is_file():
+            cmd = command_for(cell, run_dir, extra)
+            print(f"{head}: {'resuming' if '--resume' in cmd else 'running'} in {run_dir} ...", end=" ", flush=True)
+            t0, rc = time.time(), attempt(cmd, run_dir)
+            if rc in (130, -2):
+                raise SystemExit(f"\ninterrupted: the same command continues {cell.name}")
+            if rc != 0 or not (run_dir / "summary.md").is_file():
+                print(f"FAILED (exit {rc}, see {run_dir / 'train.log'})", flush=True)
+                continue
+            print(f"finished in {time.time() - t0:.0f}s;", end=" ")
+        write_json(path, result_of(cell, run_dir))
+        print(f"result: {path} (elapsed {(time.time() - start) / 60:.1f} min)", flush=True)
+
+
+# ----------------------------------------------------------------------------------------------
+# bench/results/ -> the README's results section and plots, from the result files alone.
+
+
+def load(results: Path) -> list[dict]:
+    return [read_result(p) for p in sorted(results.glob("*.json"))]
+
+
+def cell_of(r: dict) -> Cell:
+    return Cell(r["task"], r["mode"], r["seed"], r["budget"])
+
+
+def mean_sd(values: list[tuple[float | None, int]]) -> str:
+    """"mean ± sd (n=seeds, episodes pooled)" over the seeds that have a value (sd: ddof=1); "—" if none."""
+    vals = [(v, n) for v, n in values if v is not None]
+    if not vals:
+        return "—"
+    x, eps = np.array([v for v, _ in vals]), sum(n for _, n in vals)
+    spread = f" ± {x.std(ddof=1):.2f}" if len(x) > 1 else ""
+    return f"{x.mean():.2f}{spread} (n={len(x)}, {eps} ep)"
+
+
+def success_table(title: str, current: dict[Cell, dict], cells: list[Cell], key: str) -> list[str]:
+    budgets = dict.fromkeys((c.task, c.budget) for c in cells if c.task != "crafter")
+    lines = [title, "", "| task | budget | " + " | ".join(MODES) + " |", "|---|---|" + "---|" * len(MODES)]
+    for task, budget in budgets:
+        row = [mean_sd([(current[c][key]["success"], current[c][key]["n"]) for c in cells
+                        if (c.task, c.mode) == (task, mode) and c in current]) for mode in MODES]
+        lines.append(f"| {task} | {budget} | " + " | ".join(row) + " |")
     return lines + [""]
 
 
-def write_report(out: Path, runs: list[Run]) -> str:
-    """results.md and one PNG per task; returns the Markdown it wrote."""
-    tasks = list(dict.fromkeys(r.task for r in runs if r.task != "crafter"))
-    lines = ["# Ablation: RL vs code vs RL-GPT", "",
-             "Read from the runs' logs by `bench/ablation.py`. Training success = mean of "
-             f"`charts/success_rate` over the updates in the last {FINAL_SHARE:.0%} of each run's env "
-             "steps; eval success = the last evaluation of each run; env steps done can pass the budget, as "
-             "PPO ends its last rollout. Mean ± std over the finished seeds. "
-             "The code and RL-GPT rows use hand-written reference skills (`--llm library`), not an LLM.", "",
-             "| task | budget | mode | seeds finished | env steps done | train success | eval success "
-             "| train, per seed |", "|---|---|---|---|---|---|---|---|"]
-    learned, plots = [], []
-    for task in tasks:
-        curves = {}
-        for mode in dict.fromkeys(r.mode for r in runs if r.task == task):
-            planned = [r for r in runs if r.task == task and r.mode == mode]
-            found = [run_numbers(out / r.name) for r in planned if (out / r.name / "config.json").is_file()]
-            done = [n for n in found if n["finished"]]
-            curves[mode] = [n["curve"] for n in found]
-            train, evals = [n["train"] for n in done], [n["eval"] for n in done]
-            steps = f"{np.mean([n['env_steps'] for n in done]):.0f}" if done else "-"
-            budget = ", ".join(map(str, sorted({n["budget"] for n in found}) or [planned[0].budget]))  # logs'
-            lines.append(f"| {task} | {budget} | {mode} | {len(done)}/{len(planned)} | {steps} "
-                         f"| {mean_spread(train)} | {mean_spread(evals)} "
-                         f"| {', '.join(f'{v:.2f}' for v in train) or '-'} |")
-            if mode == "rlgpt":
-                learned += [line for r in planned for line in lessons(out / r.name)]
-        if any(len(x) for runs_ in curves.values() for x, _ in runs_):
-            report.plot(curves, out / f"{task}.png", f"{task}: success vs env steps")
-            plots.append(f"![{task}]({task}.png)")
-    lines += [""] + plots + [""]
-    crafter_runs = [r for r in runs if r.task == "crafter"]
-    if crafter_runs:
-        lines += crafter_section(out, crafter_runs)
-        learned += [line for r in crafter_runs if r.mode == "rlgpt" for line in lessons(out / r.name)]
-    lines += ["## What we learned (RL-GPT runs: code actions and the critic)", ""]
-    lines += learned or ["- no RL-GPT iteration statistics yet"]
-    text = "\n".join(lines) + "\n"
-    (out / "results.md").write_text(text)
-    return text
+def plotted(current: dict[Cell, dict]) -> list[str]:
+    """The tasks with a success curve to plot (crafter has none: its score is in a table)."""
+    return list(dict.fromkeys(c.task for c, r in current.items()
+                              if c.task != "crafter" and any(p["success"] is not None for p in r["curve"])))
+
+
+def write_plots(current: dict[Cell, dict], plot_dir: Path) -> None:
+    """Per task: training success vs env steps at the curve's points, mean over seeds and their range."""
+    plot_dir.mkdir(parents=True, exist_ok=True)
+    for task in plotted(current):
+        curves: dict[str, list] = {}
+        for cell, r in current.items():
+            pts = [p for p in r["curve"] if p["success"] is not None]
+            if cell.task == task and pts:
+                curves.setdefault(cell.mode, []).append((np.array([p["step"] for p in pts], dtype=float),
+                                                         np.array([p["success"] for p in pts])))
+        report.plot(curves, plot_dir / f"results_{task}.png", f"{task}: results version {RESULTS_VERSION}")
+
+
+def crafter_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
+    """Our measured Crafter scores beside the published scoreboard, then our per-achievement rates."""
+    lines = ["**Crafter** (all 22 achievements): score = exp(mean(log(1 + p))) - 1 over the 22 achievements' "
+             "success rates p (% of the training episodes that finished within the budget).", "",
+             "| agent | env steps | Crafter score | source |", "|---|---|---|---|"]
+    lines += [f"| {name} | {steps} | {score} | quoted: published |" for name, steps, score in PUBLISHED]
+    ours = [c for c in cells if c.task == "crafter"]
+    for c in ours:
+        label = f"ours: {c.mode}" + (" (reference skills, not an LLM)" if c.mode != "rl" else "")
+        if c in current:
+            cr = current[c]["crafter"]
+            lines.append(f"| {label}, seed {c.seed} | {c.budget} | {cr['score']:.1f} ({cr['episodes']} episodes) "
+                         "| measured here |")
+        else:
+            lines.append(f"| {label}, seed {c.seed} | {c.budget} | — | measured here: no result yet |")
+    done = [c for c in ours if c in current]
+    if done:
+        lines += ["", "| achievement (% of episodes) | " + " | ".join(f"ours: {c.mode}" for c in done) + " |",
+                  "|---|" + "---|" * len(done)]
+        lines += [f"| {a} | " + " | ".join(f"{current[c]['crafter']['achievements'][a]:.1f}" for c in done) + " |"
+                  for a in E.ACHIEVEMENTS]
+    return lines + [""]
+
+
+def provenance(found: list[dict], current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
+    """Which cells are missing, which results are stale or outside the grid, where and at which commits."""
+    missing = [c for c in cells if c not in current]
+    lines = [f"Missing ({len(missing)} of {len(cells)} cells):" if missing else "Missing: none."]
+    for task, budget in dict.fromkeys((c.task, c.budget) for c in missing):
+        per_mode = {m: " ".join(f"s{c.seed}" for c in missing if (c.task, c.mode) == (task, m)) for m in MODES}
+        lines.append(f"- {task} ({budget}): " + "; ".join(f"{m} {s}" for m, s in per_mode.items() if s))
+    stale = [r for r in found if r["results_version"] != RESULTS_VERSION]
+    if stale:
+        lines += ["", "Stale, not shown (another RESULTS_VERSION): "
+                      + ", ".join(f"{cell_of(r).name} (v{r['results_version']})" for r in stale) + "."]
+    outside = [r for r in found if r["results_version"] == RESULTS_VERSION and cell_of(r) not in cells]
+    if outside:
+        lines += ["", "Not in the grid, not shown: " + ", ".join(cell_of(r).name for r in outside) + "."]
+    if current:
+        def count(key) -> str:
+            tally: dict[str, int] = {}
+            for r in current.values():
+                tally[key(r)] = tally.get(key(r), 0) + 1
+            return "; ".join(f"{k} ({n} cells)" for k, n in sorted(tally.items()))
+        lines += ["", "Measured on: " + count(lambda r: f"{r['machine']['cpu']}, {r['machine']['cores']} cores"
+                                            + (f", {r['machine']['gpu']}" if r["machine"].get("gpu") else "")),
+                  "At commits: " + count(lambda r: r["commit"][:10] + (" (dirty)" if r["dirty"] else ""))]
+    return lines
+
+
+def section(found: list[dict], cells: list[Cell], md_dir: Path, plot_dir: Path) -> str:
+    """The Markdown between the markers: every number from `found` (the result files), nothing typed."""
+    current = {cell_of(r): r for r in found if r["results_version"] == RESULTS_VERSION and cell_of(r) in cells}
+    current = {c: current[c] for c in cells if c in current}  # grid order, whatever the files' order
+    eval_n = sorted({r["eval"]["n"] for r in current.values()})
+    lines = [MARKERS[0], "<!-- written by `python -m bench.ablation --table` from bench/results/; not by hand -->",
+             f"Results version {RESULTS_VERSION} (`RESULTS_VERSION` in `bench/ablation.py`): {len(current)} of "
+             f"{len(cells)} grid cells have a result. The `code`, `rlgpt` and `rl+config` cells use the "
+             "hand-written reference skills and plans (`--llm library`), not an LLM.", "",
+             *success_table("**Training success at the budget**: the training episodes that finished in the last "
+                            "tenth of each run's env-step budget; mean ± sd over seeds (n = seeds, then the "
+                            "episodes pooled over them); — = no result yet.", current, cells, "train"),
+             *success_table("**Evaluation success after the last iteration** (unseen worlds"
+                            + (f", {'/'.join(map(str, eval_n))} episodes per seed" if eval_n else "") + ").",
+                            current, cells, "eval")]
+    lines += [f"![{t}]({os.path.relpath(plot_dir / f'results_{t}.png', md_dir)})" for t in plotted(current)]
+    lines += [""] if plotted(current) else []
+    lines += crafter_lines(current, cells) + provenance(found, current, cells) + [MARKERS[1]]
+    return "\n".join(lines)
+
+
+def splice(text: str, new: str, path: Path) -> str:
+    """`text` with its results section replaced by `new` (a file without one must get the markers by hand)."""
+    if MARKERS[0] not in text or MARKERS[1] not in text:
+        fail(f"{path} has no {MARKERS[0]} ... {MARKERS[1]} lines to write the table between")
+    head, rest = text.split(MARKERS[0], 1)
+    return head + new + rest.split(MARKERS[1], 1)[1]
+
+
+def table(results: Path, md: Path, plot_dir: Path, cells: list[Cell], check: bool) -> int:
+    """Write (or with `check`, only compare) md's results section; 1 if the check finds it out of date."""
+    found = load(results)
+    new = section(found, cells, md.parent, plot_dir)
+    text = md.read_text() if md.is_file() else MARKERS[0] + MARKERS[1] + "\n"
+    if check:
+        if splice(text, new, md) != text:
+            print(f"{md}: its results section differs from {results}/: run  python -m bench.ablation --table")
+            return 1
+        print(f"{md}: its results section matches the {len(found)} result files in {results}/")
+        return 0
+    md.write_text(splice(text, new, md))
+    write_plots({cell_of(r): r for r in found if r["results_version"] == RESULTS_VERSION}, plot_dir)
+    print(f"wrote {md}'s results section and the plots in {plot_dir}/ from {len(found)} result files")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     extra = argv[argv.index("--") + 1:] if "--" in argv else []
     argv = argv[:argv.index("--")] if "--" in argv else argv
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="1 seed, small budgets, into ablation-quick/")
-    parser.add_argument("--crafter", action="store_true", help="add the whole Crafter benchmark, 1 seed")
-    parser.add_argument("--report-only", action="store_true", help="no training: rewrite the report")
-    parser.add_argument("--tasks", nargs="+", default=list(BUDGETS), choices=[*BUDGETS, "crafter"])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="smoke test: 1 seed, tiny budgets, under bench/out/")
+    parser.add_argument("--table", action="store_true", help="no training: rewrite the results section and plots")
+    parser.add_argument("--check", action="store_true", help="no training: exit 1 if the results section is stale")
+    parser.add_argument("--tasks", nargs="+", default=list(BUDGETS), choices=list(BUDGETS))
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
-    parser.add_argument("--seeds", nargs="+", type=int, default=None, help="default: 1 2 3 (--quick: 1)")
-    parser.add_argument("--out", type=Path, default=None, help="default: bench/out/ablation[-quick]")
+    parser.add_argument("--seeds", nargs="+", type=int, default=list(SEEDS), choices=SEEDS)
     args = parser.parse_args(argv)
-    seeds = args.seeds or ([1] if args.quick else [1, 2, 3])
-    out = args.out or ROOT / "bench" / "out" / ("ablation-quick" if args.quick else "ablation")
-    out.mkdir(parents=True, exist_ok=True)
-    runs = plan_runs(args.tasks + ["crafter"] * args.crafter, seeds, args.modes, args.quick)
-    extra = (QUICK_TRAIN_ARGS if args.quick else []) + extra
-    start = time.time()
-    if not args.report_only:
-        execute(runs, out, extra)
-    # The report also shows every other run of the grid found in `out` (e.g. a crafter run going on in
-    # another process), so whichever invocation writes results.md last loses nothing.
-    grid = plan_runs([*BUDGETS, "crafter"], seeds, list(MODES), args.quick)
-    print(write_report(out, [r for r in grid if r in runs or (out / r.name / "config.json").is_file()]))
-    print(f"results: {out / 'results.md'}; wall time {(time.time() - start) / 60:.1f} min")
+    cells = grid(args.quick)
+    if args.quick:  # quick numbers live apart from the real ones, table included
+        out = ROOT / "bench" / "out" / "ablation-quick"
+        results, md, plot_dir = out / "results", out / "results.md", out
+    else:
+        out, results, md, plot_dir = ROOT / "bench" / "out" / "ablation", ROOT / "bench" / "results", \
+            ROOT / "README.md", ROOT / "docs"
+    if args.table or args.check:
+        return max(table(results, md, plot_dir, cells, check=False) if args.table else 0,
+                   table(results, md, plot_dir, cells, check=True) if args.check else 0)
+    chosen = [c for c in cells if c.task in args.tasks and c.mode in args.modes and c.seed in args.seeds]
+    if not chosen:
+        parser.error("no grid cell has that task, mode and seed (crafter runs rl and rlgpt, seed 1)")
+    execute(chosen, out, results, (QUICK_TRAIN_ARGS if args.quick else []) + extra)
+    if args.quick:
+        return table(results, md, plot_dir, cells, check=False)
+    print("rebuild the README's table from bench/results/:  python -m bench.ablation --table")
     return 0
 
 

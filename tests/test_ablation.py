@@ -1,7 +1,7 @@
-"""bench/ablation.py on fake run directories: table, plots, Crafter section, resume logic; no training."""
+"""bench/ablation.py on fake run directories and fake result files: results, resuming, staleness, the table."""
 
-import importlib.util
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -10,144 +10,252 @@ import pytest
 
 import env as E
 import report
+from bench import ablation as A
 
-_spec = importlib.util.spec_from_file_location("ablation", Path(__file__).parents[1] / "bench/ablation.py")
-A = sys.modules["ablation"] = importlib.util.module_from_spec(_spec)  # bench/ is scripts, not a package
-_spec.loader.exec_module(A)
+REPO = Path(__file__).resolve().parents[1]
+POPEN = subprocess.Popen  # FakeTrain lets git and nvidia-smi through
 
 
-def fake_run(out: Path, run, success: list[float], *, finished: bool = True, evals=(0.5,)) -> Path:
-    """A run directory as train.py leaves it: config.json, metrics.jsonl, evals, summary.md when done."""
-    d = out / run.name
-    d.mkdir(parents=True)
-    (d / "config.json").write_text(json.dumps({"args": {"task": run.task, "mode": run.mode, "seed": run.seed,
-                                                        "total_steps": run.budget}}))
-    steps = np.linspace(run.budget / len(success), run.budget, len(success)).astype(int)
-    rows = [{"global_step": int(s), "iteration": 0, "charts/success_rate": v, "losses/value_loss": 0.1}
-            for s, v in zip(steps, success, strict=True)]
-    rows += [{"global_step": int(steps[-1]), "iteration": 0, "eval/success_rate": e} for e in evals]
-    (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+def fake_run(run_dir: Path, cell: A.Cell, lengths: list[int], unlocked: list[dict], *, finished: bool = True,
+             evals: tuple = (0.25, 0.75), attempts: tuple = (("abc", False, 10.0),)) -> Path:
+    """A run directory as train.py (and ablation.attempt) leave it: config, metrics, stats rows, summary."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.json").write_text(json.dumps(
+        {"args": {"task": cell.task, "mode": cell.mode, "seed": cell.seed, "total_steps": cell.budget,
+                  "eval_episodes": 8}, "backend": "library", "device": "cpu"}))
+    last = sum(lengths)
+    rows = [{"global_step": last // 2, "charts/success_rate": 0.5}]
+    rows += [{"global_step": last, "eval/success_rate": e} for e in evals]
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    stats = [dict({"length": n, "reward": 0.0}, **{f"achievement_{a}": v for a, v in ach.items()})
+             for n, ach in zip(lengths, unlocked, strict=True)]
+    (run_dir / "stats.jsonl").write_text("".join(json.dumps(r) + "\n" for r in stats))
+    (run_dir / "attempts.jsonl").write_text("".join(json.dumps(
+        {"commit": c, "dirty": d, "machine": {"cpu": "fake cpu", "cores": 2, "gpu": None}, "wall_s": w, "rc": 0})
+        + "\n" for c, d, w in attempts))
     if finished:
-        (d / "summary.md").write_text("# done\n")
-    return d
+        (run_dir / "summary.md").write_text("# done\n")
+    return run_dir
 
 
-def final_mean(success: list[float]) -> float:
-    """The last 10% of env steps of a curve of evenly spaced updates, computed from the fixture itself."""
-    n = len(success)
-    steps = np.linspace(1 / n, 1, n)
-    return float(np.mean([v for s, v in zip(steps, success, strict=True) if s >= 0.9 - 1e-9]))
+def fake_result(results: Path, cell: A.Cell, success: float | None, n: int, *, version: int = A.RESULTS_VERSION,
+                commit: str = "abc", crafter: dict | None = None) -> dict:
+    """A result file as result_of writes it (only the fields the table reads are meaningful)."""
+    r = {"results_version": version, "task": cell.task, "mode": cell.mode, "seed": cell.seed, "budget": cell.budget,
+         "commit": commit, "dirty": False, "machine": {"cpu": "fake cpu", "cores": 2, "gpu": None},
+         "curve": [{"step": cell.budget * k // A.POINTS, "n": n, "success": success} for k in range(1, A.POINTS + 1)],
+         "train": {"n": n, "success": success}, "eval": {"n": 8, "success": success}}
+    if crafter is not None:
+        r["crafter"] = crafter
+    A.write_json(results / f"{cell.name}.json", r)
+    return r
 
 
-def row_of(text: str, *cells: str) -> str:
+def row_of(text: str, *cells: str) -> list[list[str]]:
+    """The cells of every table row holding all of `cells`."""
     rows = [line for line in text.splitlines() if all(f"| {c} |" in line for c in cells)]
-    assert len(rows) == 1, rows
-    return rows[0]
+    assert rows, cells
+    return [[c.strip() for c in line.strip("|").split("|")] for line in rows]
 
 
-def test_table_has_mean_and_spread_over_finished_seeds_only(tmp_path):
-    rng = np.random.default_rng(0)
-    runs = A.plan_runs(["collect_wood"], [1, 2, 3], ["rl", "rlgpt"], quick=True)
-    curves = {r: list(rng.uniform(0, 1, 20).round(3)) for r in runs}
-    evals = {r: round(float(rng.uniform()), 3) for r in runs}
-    for r in runs:
-        fake_run(tmp_path, r, curves[r], finished=r.seed != 3 or r.mode == "rlgpt", evals=(0.0, evals[r]))
-    text = A.write_report(tmp_path, runs)
-    assert text == (tmp_path / "results.md").read_text()
-    for mode, seeds in (("rl", [1, 2]), ("rlgpt", [1, 2, 3])):
-        done = [r for r in runs if r.mode == mode and r.seed in seeds]
-        train = [final_mean(curves[r]) for r in done]
-        row = row_of(text, "collect_wood", mode)
-        assert f"| {len(seeds)}/3 | {r.budget} |" in row  # the budget is met exactly in the fixture
-        assert f"| {np.mean(train):.2f} ± {np.std(train):.2f} |" in row
-        ev = [evals[r] for r in done]  # the last evaluation of each run, not the first
-        assert f"| {np.mean(ev):.2f} ± {np.std(ev):.2f} |" in row
-        assert ", ".join(f"{v:.2f}" for v in train) in row
-    assert (tmp_path / "collect_wood.png").stat().st_size > 1000
+def test_grid_is_the_issues_cells_cheap_tasks_first():
+    cells = A.grid()
+    assert len(cells) == 4 * 4 * 3 + 2 and len(set(cells)) == len(cells)
+    assert [c.task for c in cells[:12]] == ["collect_wood"] * 12 and cells[-2:] == [
+        A.Cell("crafter", "rl", 1, 1_000_000), A.Cell("crafter", "rlgpt", 1, 1_000_000)]
+    assert {c.mode for c in cells} == {"rl", "rl+config", "code", "rlgpt"}
+    assert A.Cell("place_table", "rl+config", 2, 100_000).name == "place_table__rl+config__s2__100000"
+    assert all(c.seed == 1 and c.budget == A.QUICK_BUDGETS[c.task] for c in A.grid(quick=True))
 
 
-def test_commands_skip_finished_resume_unfinished_and_refuse_another_budget(tmp_path):
-    new, partial, done = A.plan_runs(["place_table"], [1], ["rl", "code", "rlgpt"], quick=True)
-    fake_run(tmp_path, partial, [0.1], finished=False)
-    fake_run(tmp_path, done, [0.1])
-    cmd = A.command_for(new, tmp_path, ["--num-envs", "4"])
-    assert cmd[cmd.index("--total-steps") + 1] == str(A.QUICK_BUDGETS["place_table"])
-    assert cmd[cmd.index("--run-name") + 1] == new.name and cmd[-2:] == ["--num-envs", "4"]
-    assert "--llm" not in cmd  # plain PPO needs no backend
-    assert A.command_for(partial, tmp_path, [])[-2:] == ["--resume", str(tmp_path / partial.name)]
-    assert A.command_for(done, tmp_path, []) is None
-    bigger = A.Run(done.task, done.mode, done.seed, A.BUDGETS["place_table"])
-    with pytest.raises(SystemExit, match="holds a run of"):
-        A.command_for(bigger, tmp_path, [])
+def test_result_curve_counts_the_episodes_that_finished_in_each_window(tmp_path):
+    cell = A.Cell("collect_wood", "rlgpt", 1, 1000)
+    # positions (cumulative lengths): 50, 100, 200, 500, 1000 and 1200, past the budget
+    lengths, wood = [50, 50, 100, 300, 500, 200], [1, 0, 2, 0, 1, 1]
+    d = fake_run(tmp_path / "run", cell, lengths, [{"collect_wood": w, "place_table": 1} for w in wood],
+                 attempts=(("abc", False, 30.0), ("def", True, 20.0)))
+    (d / "iter_1").mkdir()
+    (d / "iter_1" / "stats.json").write_text(json.dumps({"iteration": 1, "env_steps": 500, "code_actions": {
+        "chop_tree": {"chosen": 40, "share": 0.1, "success_rate": 0.25, "errors": [["no tree in view", 30]]}}}))
+    (d / "iter_1" / "feedback.json").write_text(json.dumps({"summary": "chop_tree is called blind"}))
+    r = A.result_of(cell, d)
+    assert [(p["step"], p["n"], p["success"]) for p in r["curve"]] == [
+        (100, 2, 0.5), (200, 1, 1.0), (300, 0, None), (400, 0, None), (500, 1, 0.0),
+        (600, 0, None), (700, 0, None), (800, 0, None), (900, 0, None), (1000, 1, 1.0)]
+    assert r["train"] == {"window": [900, 1000], "n": 1, "success": 1.0}
+    assert r["eval"] == {"success": 0.75, "n": 8}  # the last evaluation, with the run's eval episode count
+    assert (r["env_steps"], r["wall_s"], r["sps"]) == (1200, 50.0, 24.0)
+    assert r["finished"] == {"episodes": 6, "env_steps": 1200}
+    assert (r["commit"], r["resumed_at_commits"], r["dirty"], r["attempts"]) == ("abc", ["def"], True, 2)
+    assert r["results_version"] == A.RESULTS_VERSION and r["machine"]["cpu"] == "fake cpu"
+    assert r["iterations"] == [{"iteration": 1, "env_steps": 500, "critic": "chop_tree is called blind",
+                                "code_actions": {"chop_tree": {"chosen": 40, "success_rate": 0.25,
+                                                               "error": "no tree in view"}}}]
+    A.write_json(tmp_path / "r.json", r)
+    assert (tmp_path / "r.json").stat().st_size < 4000 and not list(tmp_path.glob(".*tmp*"))
 
 
-def test_execute_runs_only_what_is_missing(tmp_path, monkeypatch):
-    runs = A.plan_runs(["collect_wood"], [1], ["rl", "rlgpt"], quick=True)
-    fake_run(tmp_path, runs[0], [0.5])
+def test_a_rows_own_success_field_wins_over_the_achievement():
+    assert A.succeeded({"success": False, "achievement_collect_wood": 1}, "collect_wood") is False
+    assert A.succeeded({"achievement_collect_wood": 1}, "collect_wood") is True
+    assert A.succeeded({"achievement_collect_wood": 0, "achievement_place_table": 1}, "collect_wood") is False
+
+
+def test_crafter_result_has_the_score_and_rates_within_the_budget(tmp_path):
+    cell = A.Cell("crafter", "rl", 1, 3000)
+    unlocked = [{"collect_wood": 1, "collect_diamond": 0}, {"collect_wood": 0}, {"collect_wood": 2, "place_table": 1},
+                {"collect_wood": 1, "collect_diamond": 1}]  # the 4th ends at 4000 env steps, past the budget
+    d = fake_run(tmp_path / "run", cell, [1000] * 4, unlocked)
+    r = A.result_of(cell, d)
+    score, rates = report.crafter_score(d / "stats.jsonl", 3000)
+    assert r["crafter"]["score"] == round(score, 2) and r["crafter"]["episodes"] == 3
+    assert r["crafter"]["achievements"]["collect_wood"] == round(200 / 3, 2)
+    assert r["crafter"]["achievements"]["collect_diamond"] == 0.0 and len(r["crafter"]["achievements"]) == 22
+    assert [p["achievements"] for p in r["curve"] if p["n"]] == [1, 0, 2]
+
+
+class FakeTrain:
+    """Stands in for subprocess.Popen: records the train.py command and leaves a finished run directory."""
+
+    def __init__(self, calls: list, finish: bool = True):
+        self.calls, self.finish = calls, finish
+
+    def __call__(self, cmd, **kw):
+        if cmd[0] != sys.executable:
+            return POPEN(cmd, **kw)
+        self.calls.append(cmd)
+        if "--resume" in cmd:
+            run_dir = Path(cmd[cmd.index("--resume") + 1])
+        else:
+            run_dir = Path(cmd[cmd.index("--runs-dir") + 1]) / cmd[cmd.index("--run-name") + 1]
+        cell = next(c for c in A.grid() + A.grid(quick=True) if c.name == run_dir.name)
+        fake_run(run_dir, cell, [cell.budget // 2] * 2, [{"collect_wood": 1}] * 2, finished=self.finish, attempts=())
+        return self
+
+    def wait(self) -> int:
+        return 0
+
+
+def test_only_cells_without_a_current_result_run_and_each_result_is_written_at_once(tmp_path, monkeypatch):
+    done, stale, new = (A.Cell("collect_wood", m, 1, 50_000) for m in ("rl", "code", "rlgpt"))
+    results = tmp_path / "results"
+    fake_result(results, done, 0.9, 10)
+    fake_result(results, stale, 0.1, 10, version=A.RESULTS_VERSION - 1)
     calls = []
-
-    class FakePopen:
-        def __init__(self, cmd, **kw):
-            calls.append(cmd)
-
-        def wait(self) -> int:
-            return 0
-
-    monkeypatch.setattr(A.subprocess, "Popen", FakePopen)
-    A.execute(runs, tmp_path, [])
-    assert len(calls) == 1 and calls[0][calls[0].index("--mode") + 1] == "rlgpt"
-    assert calls[0][calls[0].index("--llm") + 1] == "library"
-
-
-def test_crafter_score_counts_only_episodes_within_the_budget(tmp_path):
-    run = A.Run("crafter", "rl", 1, 3000)
-    d = fake_run(tmp_path, run, [0.0])
-    wood_diamond = [(1, 0), (0, 0), (2, 0), (1, 1)]
-    episodes = [{"length": 1000, "reward": 1.0, "achievement_collect_wood": w,
-                 "achievement_collect_diamond": d} for w, d in wood_diamond]
-    (d / "stats.jsonl").write_text("".join(json.dumps(e) + "\n" for e in episodes))
-    text = "\n".join(A.crafter_section(tmp_path, [run]))
-    score, _ = report.crafter_score(d / "stats.jsonl", 3000)
-    assert f"| ours: rl | 3000 | {score:.1f} | measured" in text
-    assert row_of(text, "collect_diamond").endswith("| 0.0 |")  # the 4th episode is past the budget
-    assert row_of(text, "collect_wood").endswith(f"| {200 / 3:.1f} |")
-    assert "| human experts | - | 50.5 | published" in text
-    assert len([line for line in text.splitlines() if line.startswith("| ") and "published" in line]) == 7
-    assert len([line for line in text.splitlines() if line.split(" |")[0][2:] in E.ACHIEVEMENTS]) == 22
+    monkeypatch.setattr(A.subprocess, "Popen", FakeTrain(calls))
+    A.execute([done, stale, new], tmp_path / "out", results, ["--num-envs", "4"])
+    assert [c[c.index("--mode") + 1] for c in calls] == ["code", "rlgpt"]  # the stale one runs again
+    assert all(c[c.index("--llm") + 1] == "library" and c[-2:] == ["--num-envs", "4"] for c in calls)
+    assert calls[0][calls[0].index("--total-steps") + 1] == "50000"
+    for cell in (stale, new):
+        r = json.loads((results / f"{cell.name}.json").read_text())
+        assert r["results_version"] == A.RESULTS_VERSION and r["train"]["success"] == 1.0
+        run_dir = tmp_path / "out" / f"v{A.RESULTS_VERSION}" / cell.name
+        attempt = json.loads((run_dir / "attempts.jsonl").read_text())
+        assert attempt["rc"] == 0 and attempt["machine"]["cores"] >= 1 and "commit" in attempt
+    assert json.loads((results / f"{done.name}.json").read_text())["train"]["success"] == 0.9  # untouched
 
 
-def test_what_we_learned_names_the_code_action_that_fails_most_and_the_critic(tmp_path):
-    run = A.Run("collect_wood", "rlgpt", 1, A.QUICK_BUDGETS["collect_wood"])
-    d = fake_run(tmp_path, run, [0.5])
-    (d / "iter_0").mkdir()
-    actions = {"chop_tree": {"chosen": 100, "share": 0.2, "success_rate": 0.9, "mean_steps": 5, "errors": []},
-               "go_to_tree": {"chosen": 50, "share": 0.1, "success_rate": 0.2, "mean_steps": 30,
-                              "errors": [["no tree in view", 40]]}}
-    (d / "iter_0" / "stats.json").write_text(json.dumps({"code_actions": actions}))
-    (d / "iter_0" / "feedback.json").write_text(json.dumps({"summary": "go_to_tree wanders; let RL explore"}))
-    text = A.write_report(tmp_path, [run])
-    learned = text.split("## What we learned")[1]
-    assert "`go_to_tree` fails most: success 0.20 over 50 calls" in learned
-    assert "no tree in view" in learned and "critic: go_to_tree wanders; let RL explore" in learned
+def test_unfinished_run_resumes_a_finished_one_only_gets_its_result_a_failed_one_none(tmp_path, monkeypatch):
+    partial, finished, failing = A.grid()[:3]
+    out, results = tmp_path / "out", tmp_path / "results"
+    fake_run(out / f"v{A.RESULTS_VERSION}" / partial.name, partial, [100], [{}], finished=False)
+    fake_run(out / f"v{A.RESULTS_VERSION}" / finished.name, finished, [100], [{"collect_wood": 1}])
+    assert "--llm" not in A.command_for(partial, out / "x", [])  # plain PPO (rl) needs no backend
+    calls = []
+    monkeypatch.setattr(A.subprocess, "Popen", FakeTrain(calls))
+    A.execute([partial, finished], out, results, [])
+    assert len(calls) == 1 and calls[0][-2:] == ["--resume", str(out / f"v{A.RESULTS_VERSION}" / partial.name)]
+    assert (results / f"{partial.name}.json").is_file() and (results / f"{finished.name}.json").is_file()
+    monkeypatch.setattr(A.subprocess, "Popen", FakeTrain(calls, finish=False))  # exits 0 without summary.md
+    A.execute([failing], out, results, [])
+    assert not (results / f"{failing.name}.json").exists()
 
 
-def test_report_only_trains_nothing_and_shows_the_logged_budget(tmp_path, monkeypatch):
-    monkeypatch.setattr(A.subprocess, "Popen", lambda *a, **k: pytest.fail("--report-only started a run"))
-    budget = 2 * A.QUICK_BUDGETS["place_table"]
-    fake_run(tmp_path, A.Run("place_table", "rl", 1, budget), [0.5])
-    assert A.main(["--report-only", "--quick", "--out", str(tmp_path), "--tasks", "collect_wood", "place_table"]) == 0
-    text = (tmp_path / "results.md").read_text()
-    assert f"| place_table | {budget} | rl |" in text  # the budget the run logged, not the planned one
-    cells = row_of(text, "collect_wood", "rlgpt").split("|")[4:9]
-    assert cells == [" 0/1 ", " - ", " - ", " - ", " - "]  # no runs yet: nothing invented
-    assert not (tmp_path / "collect_wood.png").exists()
+def readme(root: Path, text: str = "# rlgpt\n\nbefore\n\n<!-- results:start -->\nold\n<!-- results:end -->\n\nafter\n"):
+    (root / "README.md").write_text(text)
+    return root / "README.md"
 
 
-def test_crafter_runs_one_seed_last_and_its_report_survives_another_invocation(tmp_path):
-    runs = A.plan_runs(["crafter", "collect_wood"], [1, 2, 3], list(A.MODES), quick=False)
-    assert [r.task for r in runs] == ["collect_wood"] * 9 + ["crafter"] * 3
-    assert {(r.seed, r.budget) for r in runs if r.task == "crafter"} == {(1, A.CRAFTER_BUDGET)}
-    crafter = fake_run(tmp_path, runs[-1], [0.0], finished=False)  # going on in another process
-    (crafter / "stats.jsonl").write_text(json.dumps({"length": 200, "achievement_collect_wood": 1}) + "\n")
-    assert A.main(["--report-only", "--out", str(tmp_path), "--tasks", "collect_wood"]) == 0
-    assert f"| ours: {runs[-1].mode} | {A.CRAFTER_BUDGET} (unfinished) |" in (tmp_path / "results.md").read_text()
+def test_table_shows_mean_spread_and_counts_lists_missing_and_stale_cells(tmp_path, monkeypatch):
+    monkeypatch.setattr(A, "ROOT", tmp_path)
+    md, results = readme(tmp_path), tmp_path / "bench" / "results"
+    rng = np.random.default_rng(0)
+    wood = {c: (round(float(rng.uniform()), 3), int(rng.integers(5, 50))) for c in A.grid()
+            if c.task == "collect_wood" and c.mode in ("rl", "rlgpt")}
+    for c, (s, n) in wood.items():
+        fake_result(results, c, s, n)
+    empty_window = A.Cell("place_table", "code", 1, 100_000)
+    fake_result(results, empty_window, None, 0)
+    fake_result(results, A.Cell("place_table", "rl", 2, 100_000), 0.5, 10, version=A.RESULTS_VERSION + 1)
+    rates = dict.fromkeys(E.ACHIEVEMENTS, 0.0) | {"collect_wood": 90.0}
+    fake_result(results, A.Cell("crafter", "rlgpt", 1, 1_000_000), None, 0,
+                crafter={"score": 1.234, "episodes": 77, "achievements": rates})
+    assert A.main(["--table"]) == 0
+    text = md.read_text()
+    assert text.startswith("# rlgpt\n\nbefore\n\n<!-- results:start -->") and text.endswith("-->\n\nafter\n")
+    assert "old" not in text
+    for mode in ("rl", "rlgpt"):
+        vals = [v for c, v in wood.items() if c.mode == mode]
+        x = np.array([s for s, _ in vals])
+        cell = f"{x.mean():.2f} ± {x.std(ddof=1):.2f} (n=3, {sum(n for _, n in vals)} ep)"
+        train, evals = row_of(text, "collect_wood", "50000")
+        assert train[2 + A.MODES.index(mode)] == cell
+    assert row_of(text, "collect_wood", "50000")[0][3] == "—"  # rl+config: no result
+    assert row_of(text, "place_table", "100000")[0][4] == "—"  # a window without episodes
+    assert "- collect_wood (50000): rl+config s1 s2 s3; code s1 s2 s3\n" in text
+    assert "- place_table (100000): rl s1 s2 s3; rl+config s1 s2 s3; code s2 s3; rlgpt s1 s2 s3\n" in text
+    assert "- crafter (1000000): rl s1\n" in text and f"Missing ({50 - 8} of 50 cells):" in text
+    assert f"place_table__rl__s2__100000 (v{A.RESULTS_VERSION + 1})" in text.split("Stale")[1]
+    assert row_of(text, "ours: rlgpt (reference skills, not an LLM), seed 1")[0][1:] == [
+        "1000000", "1.2 (77 episodes)", "measured here"]
+    assert "| ours: rl, seed 1 | 1000000 | — | measured here: no result yet |" in text
+    assert "| human experts | - | 50.5 | quoted: published |" in text and text.count("quoted: published") == 7
+    assert "| collect_wood | 90.0 |" in text and len(row_of(text, "0.0")) == 21
+    assert "![collect_wood](docs/results_collect_wood.png)" in text and "results_place_table" not in text  # no curve
+    assert (tmp_path / "docs" / "results_collect_wood.png").stat().st_size > 1000
+
+
+def test_check_fails_while_the_readme_differs_and_passes_after_table(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(A, "ROOT", tmp_path)
+    readme(tmp_path)
+    results = tmp_path / "bench" / "results"
+    fake_result(results, A.Cell("collect_wood", "rl", 1, 50_000), 0.5, 10)
+    assert A.main(["--check"]) == 1 and "differs" in capsys.readouterr().out
+    assert A.main(["--table"]) == 0 and A.main(["--check"]) == 0
+    fake_result(results, A.Cell("collect_wood", "rl", 2, 50_000), 0.7, 10)
+    assert A.main(["--check"]) == 1
+    assert A.main(["--table", "--check"]) == 0
+
+
+def test_bad_readme_or_result_file_is_a_sentence_and_exit_2(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(A, "ROOT", tmp_path)
+    readme(tmp_path, "# no markers\n")
+    with pytest.raises(SystemExit) as e:
+        A.main(["--table"])
+    assert e.value.code == 2 and "no <!-- results:start -->" in capsys.readouterr().err
+    readme(tmp_path)
+    (tmp_path / "bench" / "results").mkdir(parents=True)
+    (tmp_path / "bench" / "results" / "x.json").write_text("{cut sho")
+    with pytest.raises(SystemExit) as e:
+        A.main(["--check"])
+    assert e.value.code == 2 and "x.json is not a readable result file" in capsys.readouterr().err
+
+
+def test_quick_results_never_enter_bench_results(tmp_path, monkeypatch):
+    monkeypatch.setattr(A, "ROOT", tmp_path)
+    calls = []
+    monkeypatch.setattr(A.subprocess, "Popen", FakeTrain(calls))
+    assert A.main(["--quick", "--tasks", "collect_wood", "--modes", "rl", "code"]) == 0
+    assert all("--iterations" in c for c in calls) and len(calls) == 2
+    quick = tmp_path / "bench" / "out" / "ablation-quick"
+    assert sorted(p.name for p in (quick / "results").iterdir()) == [
+        f"collect_wood__{m}__s1__{A.QUICK_BUDGETS['collect_wood']}.json" for m in ("code", "rl")]
+    assert not (tmp_path / "bench" / "results").exists() and not (tmp_path / "README.md").exists()
+    assert "2 of 18 grid cells have a result" in (quick / "results.md").read_text()
+
+
+def test_the_readme_matches_bench_results_and_both_invocations_work():
+    for cmd in (["-m", "bench.ablation", "--check"], ["bench/ablation.py", "--check"]):
+        done = subprocess.run([sys.executable, *cmd], cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
