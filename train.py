@@ -441,7 +441,9 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
 
 def reuse_skill(run: dict, fast: FastAgent, sub: SubAction, k: int) -> E.CodeAction | None:
     """The plan said "reuse": the library's best version, through the same sandbox check and dry run
-    as new code; if it fails them, the fast agent writes the sub-action after all."""
+    as new code; if it fails them (or no library is in use), the fast agent writes the sub-action after all."""
+    if run["skills"] is None:
+        return None
     action, why = run["skills"].reuse(sub.name, fast.check_and_dry_run)
     tqdm.write(f"[iter {k + 1}] {sub.name!r}: " + (f"reused {why} from the skill library, no LLM call" if action
                                                   else f"not reused ({why}): the fast agent writes it"))

@@ -53,7 +53,7 @@ def test_a_version_is_two_readable_files_and_its_measurements_add_up(tmp_path):
 
 def test_unused_code_is_not_kept_and_other_backends_are_not_offered(tmp_path):
     lib = lib_at(tmp_path)
-    assert lib.record_iteration([CHOP], {}, task="collect_wood", run="r", iteration=1) == []
+    assert lib.record_iteration([CHOP], {"chop_tree": row(0, 0)}, task="collect_wood", run="r", iteration=1) == []
     SL.SkillLibrary(tmp_path, "minedojo").record_iteration([CHOP], {"chop_tree": row(5, 5)},
                                                            task="minedojo:harvest_log", run="r", iteration=1)
     assert lib.versions() == [] and len(SL.SkillLibrary(tmp_path, "minedojo").versions()) == 1
