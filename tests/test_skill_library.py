@@ -239,3 +239,13 @@ def test_list_prints_the_library_as_a_table(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         SL.main(["list", "--skills", str(tmp_path / "nowhere")])
     assert e.value.code == 2
+
+
+def test_skills_flag_default_none_and_bad_path(tmp_path, capsys):
+    assert SL.library_path("", "runs") == Path("runs/skills") and SL.library_path("none", "runs") is None
+    assert SL.library_path("x/lib", "runs") == Path("x/lib")
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    with pytest.raises(SystemExit) as e:
+        train.main(["--skills", str(afile), "--runs-dir", str(tmp_path / "runs"), "--llm", "library"])
+    assert e.value.code == 2 and "cannot use it as the skill library directory" in capsys.readouterr().err
