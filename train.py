@@ -162,8 +162,11 @@ def validate(args: Args, parser: argparse.ArgumentParser) -> None:
             parser.error(f"--run-name {args.run_name}: that is the skill library's directory; pick another")
         try:
             skills_dir.mkdir(parents=True, exist_ok=True)
+            problem = None if os.access(skills_dir, os.W_OK) else "not writable"
         except OSError as e:
-            parser.error(f"--skills {skills_dir}: cannot use it as the skill library directory ({e.strerror})")
+            problem = e.strerror
+        if problem:
+            parser.error(f"--skills {skills_dir}: cannot use it as the skill library directory ({problem})")
     if args.device not in ("auto", "cpu", "cuda"):
         parser.error(f"--device must be auto, cpu or cuda, not {args.device!r}")
     if args.device == "cuda" and not torch.cuda.is_available():
