@@ -35,10 +35,7 @@ call it; each call runs until the function returns or its step budget is spent."
 WRITE_PROMPT = """The API:
 {api_doc}
 
-Example:
-```python
-{example}
-```
+{examples}
 
 Rules:
 - Write one function `def {name}(api):` (small helper functions are allowed).
@@ -48,6 +45,8 @@ Rules:
 
 Write `{name}`: {spec}{feedback}
 Reply with only the code in one ```python block."""
+
+EXAMPLE = "Example{what}:\n```python\n{source}\n```"
 
 FEEDBACK_NOTE = "\nThe critic's note on the previous version: {feedback}"
 
@@ -101,12 +100,14 @@ class FastAgent:
         self.dry_run_task, self.dry_run_seed, self.dry_run_steps = dry_run_task, dry_run_seed, dry_run_steps
         self.last_attempts: list[Attempt] = []  # the last write()'s fast loop, for train.py to save
 
-    def write(self, subaction: SubAction, env_doc: str, feedback: str | None = None) -> CodeAction | None:
-        """A checked, dry-run code action for `subaction`, or None: leave it to RL."""
+    def write(self, subaction: SubAction, env_doc: str, feedback: str | None = None,
+              examples: list[CodeAction] | None = None) -> CodeAction | None:
+        """A checked, dry-run code action for `subaction`, or None: leave it to RL. `examples` are the
+        skill library's most related skills (skill_library.py); without any, env.py's chop_tree."""
         self.last_attempts = []
         if self.llm is None:
             return self._library(subaction)
-        prompt = WRITE_PROMPT.format(api_doc=env_doc, example=CHOP_TREE.source.strip("\n"),
+        prompt = WRITE_PROMPT.format(api_doc=env_doc, examples=_examples_text(examples),
                                      name=subaction.name, spec=subaction.spec, budget=self.dry_run_steps,
                                      feedback=FEEDBACK_NOTE.format(feedback=feedback) if feedback else "")
         messages = [{"role": "system", "content": WRITE_SYSTEM}, {"role": "user", "content": prompt}]
@@ -166,6 +167,14 @@ class FastAgent:
         error, _ = self.check_and_dry_run(skill.source, skill.function)
         self.last_attempts.append(Attempt(skill.source, error))
         return skill if error is None else None
+
+
+def _examples_text(examples: list[CodeAction] | None) -> str:
+    """The prompt's examples: the library's related skills with their one-line doc, else chop_tree."""
+    if not examples:
+        return EXAMPLE.format(what="", source=CHOP_TREE.source.strip("\n"))
+    return "\n\n".join(EXAMPLE.format(what=f" from the skill library, {a.function}: {(a.doc or '-').splitlines()[0]}",
+                                      source=a.source.strip("\n")) for a in examples)
 
 
 def _with_line(message: str, lineno: int | None) -> str:

@@ -118,6 +118,10 @@ def write_summary(run_dir: Path, history: list[dict], args) -> None:
     for h in history:
         lines.append(f"| {h['iteration']} | {h['env_steps']} | {h['train_success']:.2f} | {h['eval_success']:.2f} "
                      f"| {h['eval_length']:.0f} | {', '.join(h['code_actions']) or '-'} | {h['llm_calls']} |")
+    if history:
+        reused = ", ".join(dict.fromkeys(history[-1].get("reused", []))) or "none"
+        lines += ["", f"LLM calls made by this run: {history[-1]['llm_calls']} (plans, code and critiques; HTTP "
+                  f"retries not counted). Skills reused from the skill library, with no call to write them: {reused}."]
     if args.task == "crafter":
         score, rates = crafter_score(run_dir / "stats.jsonl")
         lines += ["", f"Crafter score over all training episodes: {score:.1f}", "",

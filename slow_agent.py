@@ -53,6 +53,13 @@ SUBTASKS_LONG = ("this task has a long prerequisite chain, so first list the cha
                  "reaches it, in order, ending with the task itself; then give sub-actions that serve them.")
 SUBTASKS_SHORT = "[] (the task is short enough to plan directly)."
 
+LIBRARY_NOTE = """
+
+Skills in the library (code actions accepted and measured in earlier runs; name: what it does):
+{skills}
+To reuse one as it is, give a "code" sub-action with exactly its name and "reuse": true: no new code is \
+written for it. Leave "reuse" out for code that must be written anew."""
+
 REPLAN_PROMPT = """
 
 Your previous plan was trained with RL. The plan:
@@ -99,7 +106,8 @@ PLAN_SCHEMA = {"type": "object", "required": ["subtasks", "subactions", "rl_conf
     "subtasks": _STRS,
     "subactions": {"type": "array", "minItems": 1, "items": {
         "type": "object", "required": ["name", "how", "spec", "reason"],
-        "properties": {"name": _STR, "how": {"enum": ["code", "rl"]}, "spec": _STR, "reason": _STR}}},
+        "properties": {"name": _STR, "how": {"enum": ["code", "rl"]}, "spec": _STR, "reason": _STR,
+                       "reuse": {"type": "boolean"}}}},
     "rl_config": {"type": "object", "properties": {
         "shaping": {"type": "object", "additionalProperties": {"type": "number"}}, "mask_actions": _STRS}}}}
 FEEDBACK_SCHEMA = {"type": "object", "required": ["summary", "to_code", "to_rl", "fixes"], "properties": {
@@ -118,6 +126,7 @@ class SubAction:
     how: str  # "code" (the fast agent writes it) or "rl" (left to PPO)
     spec: str  # what it must do, for the code writer
     reason: str = ""  # why code or RL
+    reuse: bool = False  # a code sub-action taken as it is from the skill library (skill_library.py)
 
 
 @dataclass
@@ -141,8 +150,8 @@ class Plan:
         """Build and validate a plan; ValueError lists every problem, worded for the model to fix."""
         rl = d.get("rl_config") or {}
         plan = cls(task=str(d.get("task", "")), subtasks=[str(s) for s in d.get("subtasks", [])],
-                   subactions=[SubAction(**{k: s.get(k, "") for k in ("name", "how", "spec", "reason")})
-                               for s in d.get("subactions", [])],
+                   subactions=[SubAction(**{k: s.get(k, "") for k in ("name", "how", "spec", "reason")},
+                                         reuse=s.get("reuse", False)) for s in d.get("subactions", [])],
                    rl_config={"shaping": dict(rl.get("shaping", {})),
                               "mask_actions": list(rl.get("mask_actions", []))})
         problems = _plan_problems(plan) + [f"rl_config.{k} is not on the menu (only shaping, mask_actions)"
@@ -165,6 +174,8 @@ def _plan_problems(plan: Plan) -> list[str]:
             out.append(f"sub-action {s.name!r} has how={s.how!r}; it must be \"code\" or \"rl\"")
         if not str(s.spec).strip():
             out.append(f"sub-action {s.name!r} has an empty spec")
+        if s.reuse not in (True, False) or (s.reuse and s.how != "code"):
+            out.append(f"sub-action {s.name!r} has reuse={s.reuse!r}; only a \"code\" sub-action may say true")
     dups = sorted({n for n in names if names.count(n) > 1})
     if dups:
         out.append(f"duplicate sub-action names {dups}; names must be unique")
@@ -210,6 +221,7 @@ class SlowAgent:
 
     def __init__(self, llm=None, *, max_repairs: int = 2):
         self.llm, self.max_repairs = llm, max_repairs
+        self.library: dict[str, str] = {}  # skill library: name -> one line; train.py fills it before plan()
 
     def plan(self, task: Task, env_doc: str, feedback: Feedback | None = None,
              previous: Plan | None = None) -> Plan:
@@ -222,9 +234,13 @@ class SlowAgent:
             if len(task.prerequisites) >= LONG_CHAIN and not plan.subtasks:
                 raise ValueError(f"`{task.name}` has a long prerequisite chain: list the chain of "
                                  "sub-tasks in \"subtasks\" first")
+            unknown = [s.name for s in plan.subactions if s.reuse and s.name not in self.library]
+            if unknown:
+                raise ValueError(f"{unknown} say \"reuse\": true but are not in the skill library; reuse only "
+                                 f"{sorted(self.library) or 'nothing (the library is empty)'}, or leave reuse out")
             return plan
 
-        messages = plan_messages(task, env_doc, feedback, previous)
+        messages = plan_messages(task, env_doc, feedback, previous, self.library)
         return self._ask(messages, PLAN_SCHEMA, parse, "plan", max_tokens=2048)
 
     def critique(self, plan: Plan, code_actions: list[CodeAction], stats: dict,
@@ -294,13 +310,15 @@ class SlowAgent:
 
 
 def plan_messages(task: Task, env_doc: str, feedback: Feedback | None = None,
-                  previous: Plan | None = None) -> list[dict]:
+                  previous: Plan | None = None, library: dict[str, str] | None = None) -> list[dict]:
     """The planner's prompt, filled in; `python slow_agent.py --task T` prints it."""
     text = PLAN_PROMPT.format(
         task=task.name, description=task.description, chain=" -> ".join(task.prerequisites) or "none",
         api_doc=env_doc, actions=", ".join(ACTIONS), max_subactions=MAX_SUBACTIONS,
         subtasks_rule=SUBTASKS_LONG if len(task.prerequisites) >= LONG_CHAIN else SUBTASKS_SHORT,
         lo=SHAPING_RANGE[0], hi=SHAPING_RANGE[1], items=", ".join(ITEMS))
+    if library:
+        text += LIBRARY_NOTE.format(skills="\n".join(f"- {name}: {line}" for name, line in library.items()))
     if feedback is not None:
         text += REPLAN_PROMPT.format(previous=_plan_text(previous) if previous else "(not kept)",
                                      feedback=json.dumps(feedback.to_dict(), indent=1))
@@ -345,7 +363,8 @@ def _num(x) -> str:
 
 def _plan_text(plan: Plan) -> str:
     lines = [f"sub-tasks: {' -> '.join(plan.subtasks)}"] if plan.subtasks else []
-    lines += [f"- {s.name} ({s.how}): {s.spec}" for s in plan.subactions]
+    lines += [f"- {s.name} ({s.how}{', reused from the library' if s.reuse else ''}): {s.spec}"
+              for s in plan.subactions]
     lines.append(f"rl_config: {json.dumps(plan.rl_config)}")
     return "\n".join(lines)
 

@@ -46,6 +46,7 @@ from tqdm import tqdm
 import env as E
 import ppo as P
 import report
+import skill_library as SL
 import skills
 from fast_agent import FastAgent
 from llm import LLMClient, LLMError, ReplayClient, configured_endpoint, start_local_server
@@ -94,6 +95,8 @@ class Args:
     """where run directories are created"""
     run_name: str | None = None
     """the run directory's name (default: <task>__<mode>__<seed>__<unix time>)"""
+    skills: str = ""
+    """skill library shared between runs (default: <runs-dir>/skills); "none": use and keep none"""
     resume: str | None = None
     """a run directory to continue from its last checkpoint"""
     list_tasks: bool = False
@@ -153,6 +156,17 @@ def validate(args: Args, parser: argparse.ArgumentParser) -> None:
             parser.error(f"--{name.replace('_', '-')} must be positive, not {getattr(args, name)}")
     if args.num_envs % int(os.environ.get("WORLD_SIZE", 1)):
         parser.error(f"--num-envs {args.num_envs} does not split evenly over {os.environ['WORLD_SIZE']} ranks")
+    skills_dir = SL.library_path(args.skills, args.runs_dir)
+    if skills_dir is not None and args.mode == "rlgpt":
+        if args.run_name and (Path(args.runs_dir) / args.run_name).resolve() == skills_dir.resolve():
+            parser.error(f"--run-name {args.run_name}: that is the skill library's directory; pick another")
+        try:
+            skills_dir.mkdir(parents=True, exist_ok=True)
+            problem = None if os.access(skills_dir, os.W_OK) else "not writable"
+        except OSError as e:
+            problem = e.strerror
+        if problem:
+            parser.error(f"--skills {skills_dir}: cannot use it as the skill library directory ({problem})")
     if args.device not in ("auto", "cpu", "cuda"):
         parser.error(f"--device must be auto, cpu or cuda, not {args.device!r}")
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -388,6 +402,8 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
         plan = Plan(args.task, [], subs, {"shaping": {}, "mask_actions": []})
     else:
         previous = Plan.from_dict(state["plan"]) if state["plan"] else None
+        if run["skills"] is not None:  # read again every iteration: other runs may have added skills
+            slow.library = run["skills"].catalogue(args.task)
         try:
             if run["llm"] is not None:  # LLM calls can take minutes: say what we are waiting for
                 tqdm.write(f"[iter {k + 1}] asking the slow agent for a plan ...")
@@ -407,10 +423,13 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
         action = None
         if args.mode == "code" and run["llm"] is None:
             action = skills.whole_task_program(args.task, args.max_macro_steps)
+        elif sub.reuse and not fix and (action := reuse_skill(run, fast, sub, k)):
+            state["reused"] = state.get("reused", []) + [sub.name]
         else:
             if run["llm"] is not None:
                 tqdm.write(f"[iter {k + 1}] asking the fast agent to write {sub.name!r} ...")
-            action = fast.write(sub, doc, feedback=fix)
+            examples = run["skills"].related(f"{args.task} {sub.name} {sub.spec}") if run["skills"] else None
+            action = fast.write(sub, doc, feedback=fix, examples=examples)
         if action is None:
             tqdm.write(f"[iter {k + 1}] no working code for {sub.name!r}: it is left to RL")
             library.active.pop(sub.name, None)
@@ -421,6 +440,17 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
         library.active.pop(name)  # the plan moved it to RL: masked from now on
     tqdm.write(f"[iter {k + 1}] plan: {len(plan.subactions)} sub-actions; code actions in use: "
                f"{', '.join(library.active.values()) or 'none'}")
+
+
+def reuse_skill(run: dict, fast: FastAgent, sub: SubAction, k: int) -> E.CodeAction | None:
+    """The plan said "reuse": the library's best version, through the same sandbox check and dry run
+    as new code; if it fails them (or no library is in use), the fast agent writes the sub-action after all."""
+    if run["skills"] is None:
+        return None
+    action, why = run["skills"].reuse(sub.name, fast.check_and_dry_run)
+    tqdm.write(f"[iter {k + 1}] {sub.name!r}: " + (f"reused {why} from the skill library, no LLM call" if action
+                                                  else f"not reused ({why}): the fast agent writes it"))
+    return action
 
 
 def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: dict) -> None:
@@ -469,6 +499,12 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
     stats.gather()
     if run["rank"]:  # evaluation, the critic and the run directory are rank 0's
         return
+    if run["skills"] is not None:  # after every iteration, so a crash loses at most this one's numbers
+        try:
+            run["skills"].record_iteration(library.actions, stats.rows, task=args.task,
+                                           run=str(run["dir"].resolve()), iteration=k + 1)
+        except OSError as e:
+            tqdm.write(f"[iter {k + 1}] warning: the skill library could not be written ({e}); the run goes on")
 
     ev = evaluate(ppo.agent, args, library, mask, k, fixed_action=program)
     log_metrics(run, {"eval/success_rate": ev["success_rate"], "eval/episodic_length": ev["mean_length"],
@@ -489,6 +525,7 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
                              "train_success": critic_stats["success_rate"], "eval_success": ev["success_rate"],
                              "eval_length": ev["mean_length"], "eval_env_steps": ev["env_steps"],
                              "code_actions": list(library.active.values()), "llm_calls": llm_calls(),
+                             "reused": state.get("reused", []),
                              "n_actions": ppo.agent.n_actions,
                              "wall_s": round(time.time() - t0, 1)})
     tqdm.write(f"[iter {k + 1}] env steps {ppo.global_step}: train success {critic_stats['success_rate']}, "
@@ -562,7 +599,7 @@ def main(argv: list[str] | None = None) -> int:
     from torch.utils.tensorboard import SummaryWriter
 
     run = {"dir": run_dir, "writer": SummaryWriter(str(run_dir)) if rank == 0 else None, "wandb": None,
-           "iteration": 0, "llm": llm, "rank": rank, "world": world}
+           "iteration": 0, "llm": llm, "rank": rank, "world": world, "skills": None}
     if args.track and rank == 0:
         import wandb
 
@@ -571,8 +608,15 @@ def main(argv: list[str] | None = None) -> int:
     probe = E.make_env(args.task)
     n_base = probe.action_space.n  # the env's own actions; code actions come after them
     agent = P.Agent(probe.observation_space, n_base)
-    doc = E.api_doc(type(probe.unwrapped.make_api(0)))
+    api = type(probe.unwrapped.make_api(0))
+    doc = E.api_doc(api)
     probe.close()
+    skills_dir = SL.library_path(args.skills, args.runs_dir)
+    if rank == 0 and args.mode == "rlgpt" and skills_dir is not None:
+        run["skills"] = SL.SkillLibrary(skills_dir, SL.backend_of(args.task), api.__name__, doc)
+        run["skills"].seed()
+        print(f"skill library: {skills_dir} ({len(run['skills'].best())} skills for {run['skills'].backend}; "
+              "`python skill_library.py list` shows them)")
     ppo = P.PPO(agent, cfg, device=device, total_steps=args.total_steps)
     library = Library()
     state = {"iteration": 0, "phase": "plan", "plan": None, "feedback": None, "history": []}

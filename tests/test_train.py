@@ -46,7 +46,7 @@ def scripted(request: dict) -> str:
 
 
 def run_dir(root: Path) -> Path:
-    (d,) = [p for p in root.iterdir() if p.is_dir()]
+    (d,) = [p for p in root.iterdir() if p.is_dir() and p.name != "skills"]  # skills: the skill library
     return d
 
 
