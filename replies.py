@@ -16,8 +16,8 @@ import re
 import sys
 
 # A fenced block: ``` or ~~~, any info string (python, python3, py, Python, json, ...), closed by the same
-# fence, or by the end of the reply when the model (or max_tokens) never closed it.
-FENCE_RE = re.compile(r"^[ \t]*(```|~~~)[ \t]*([\w+.-]*)[^\n]*\n(.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.S | re.M)
+# fence at the end of a line, or by the end of the reply when the model (or max_tokens) never closed it.
+FENCE_RE = re.compile(r"(```|~~~)[ \t]*([\w+.-]*)[^\n]*\n(.*?)(?:\1[ \t]*$|\Z)", re.S | re.M)
 WORD_RE = re.compile(r"[A-Za-z_]\w*")
 PY_LITERALS = {"True": "true", "False": "false", "None": "null"}  # same lengths: columns stay right
 
