@@ -119,12 +119,12 @@ def test_crafter_score_counts_only_episodes_within_the_budget(tmp_path):
 def test_what_we_learned_names_the_code_action_that_fails_most_and_the_critic(tmp_path):
     run = A.Run("collect_wood", "rlgpt", 1, A.QUICK_BUDGETS["collect_wood"])
     d = fake_run(tmp_path, run, [0.5])
-    (d / "iter_0").mkdir()
+    (d / "iter_1").mkdir()
     actions = {"chop_tree": {"chosen": 100, "share": 0.2, "success_rate": 0.9, "mean_steps": 5, "errors": []},
                "go_to_tree": {"chosen": 50, "share": 0.1, "success_rate": 0.2, "mean_steps": 30,
                               "errors": [["no tree in view", 40]]}}
-    (d / "iter_0" / "stats.json").write_text(json.dumps({"code_actions": actions}))
-    (d / "iter_0" / "feedback.json").write_text(json.dumps({"summary": "go_to_tree wanders; let RL explore"}))
+    (d / "iter_1" / "stats.json").write_text(json.dumps({"code_actions": actions}))
+    (d / "iter_1" / "feedback.json").write_text(json.dumps({"summary": "go_to_tree wanders; let RL explore"}))
     text = A.write_report(tmp_path, [run])
     learned = text.split("## What we learned")[1]
     assert "`go_to_tree` fails most: success 0.20 over 50 calls" in learned
