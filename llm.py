@@ -92,7 +92,13 @@ def validate_url(url: str) -> str:
     """The URL without a trailing slash, or LLMError naming it: requests' own errors for a missing or
     misspelt scheme are tracebacks, and a typo should cost a sentence, not a run."""
     url = url.strip().rstrip("/")
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError as e:
+        raise LLMError(f"the LLM URL {url!r} cannot be read ({e}); check --llm-url / RLGPT_LLM_URL") from None
+    if any(c.isspace() for c in url):
+        raise LLMError(f"the LLM URL {url!r} contains a space; check --llm-url / RLGPT_LLM_URL")
     if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
         guess = url.split("://", 1)[-1]
         raise LLMError(f"the LLM URL {url!r} is not an http:// or https:// URL; "
