@@ -103,6 +103,9 @@ def validate_url(url: str) -> str:
         guess = url.split("://", 1)[-1]
         raise LLMError(f"the LLM URL {url!r} is not an http:// or https:// URL; "
                        f"did you mean 'http://{guess}'? (--llm-url / RLGPT_LLM_URL)")
+    if parts.path.rstrip("/").endswith("/chat/completions"):
+        raise LLMError(f"the LLM URL {url!r} is the chat endpoint itself; give its base, "
+                       f"{url[:url.rindex('/chat/completions')]!r}")
     return url
 
 

@@ -360,7 +360,8 @@ def test_cli_talks_to_the_configured_endpoint():
 
 @pytest.mark.parametrize("url", ["127.0.0.1:8000/v1", "localhost:8000/v1", "htpp://127.0.0.1:8000/v1",
                                  "http:/127.0.0.1/v1", "ftp://example.com/v1", "http://[::1/v1",
-                                 "http://host:80a/v1", "http://local host:8000/v1"])
+                                 "http://host:80a/v1", "http://local host:8000/v1",
+                                 "http://127.0.0.1:8000/v1/chat/completions"])
 def test_a_url_without_http_scheme_is_a_sentence_naming_it(url):
     with pytest.raises(LLMError) as e:
         LLMClient(url)
