@@ -451,7 +451,7 @@ def main() -> None:
         print(reply.text if schema is None else json.dumps(reply.data, indent=2))
         print(f"[{reply.model} at {client.url}: {reply.latency_s:.2f}s, {reply.attempts} attempt(s), "
               f"usage {reply.usage}]")
-    except LLMError as e:
+    except (LLMError, ValueError) as e:  # ValueError: --schema is not JSON
         raise SystemExit(f"error: {e}") from None
     finally:
         if local:

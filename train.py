@@ -427,6 +427,12 @@ def rewind_logs(run_dir: Path, sizes: dict[str, int]) -> None:
                 f.truncate(size)
 
 
+def log_rejections(k: int, what: str, slow: SlowAgent) -> None:
+    """One line per reply the slow agent rejected, in the user's words (the model got its own)."""
+    for n, problem in enumerate(slow.last_rejections, 1):
+        tqdm.write(f"[iter {k + 1}] {what} reply {n} rejected: {problem[:200]}")
+
+
 def agents_phase(args, run, slow, fast, library, state, doc) -> None:
     """Steps 1-2 of an iteration: (re)plan, then write every code sub-action not yet accepted."""
     k, it_dir = state["iteration"], run["dir"] / f"iter_{state['iteration'] + 1}"  # as the log: [iter 1]
@@ -447,8 +453,7 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
             tqdm.write(f"[iter {k + 1}] planning failed ({e}); carrying on with the last good plan")
             plan = previous
         finally:
-            for n, problem in enumerate(slow.last_rejections, 1):
-                tqdm.write(f"[iter {k + 1}] plan reply {n} rejected: {problem[:200]}")
+            log_rejections(k, "plan", slow)
         subs = plan.code_subactions
     state["plan"] = plan.to_dict()
     (it_dir / "plan.json").write_text(json.dumps(state["plan"], indent=2))
@@ -561,6 +566,8 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
     except (LLMError, AgentError) as e:
         tqdm.write(f"[iter {k + 1}] the critic failed ({e}); the next plan goes without feedback")
         return
+    finally:
+        log_rejections(k, "critic", run["slow"])
     state["feedback"] = feedback.to_dict()
     (it_dir / "feedback.json").write_text(json.dumps(state["feedback"], indent=2))
     tqdm.write(f"[iter {k + 1}] critic: {feedback.summary}")

@@ -241,7 +241,7 @@ def test_resume_with_a_new_endpoint_and_a_larger_budget_runs_on(e2e, tmp_path):
 
 def noisy():
     """An endpoint that fails in every way a user can be told about, and still lets the run go on."""
-    count = [0]
+    count = [0, 0]
 
     def reply(request: dict):
         count[0] += 1
@@ -250,6 +250,9 @@ def noisy():
         if (request.get("response_format") or {}).get("type") == "json_schema":
             return Fault(status=400, text="response_format json_schema is not supported")
         if request["messages"][0]["content"].startswith("You are the slow agent"):
+            count[1] += 1
+            if count[1] == 1:
+                return "Sorry, no plan today."
             return json.dumps(PLAN_1)[:-1] + ",  // my plan\n}"  # sloppy JSON, repaired
         return "I cannot write that."
 
@@ -265,6 +268,8 @@ def test_a_noisy_endpoint_leaves_a_line_for_each_thing_that_went_wrong(tmp_path,
     log = out.out + out.err
     assert f"HTTP 503 from {srv.url}" in log and "retry 1/5" in log
     assert "refused response_format json_schema (HTTP 400)" in log
+    assert "[iter 1] plan reply 1 rejected: the reply is not valid JSON: there is no JSON" in log
+    assert "Reply with" not in log and "Your reply" not in log  # what was said to the model stays there
     assert log.count("chop_tree attempt") == 4 and "no working code for 'chop_tree': it is left to RL" in log
     rows = (run_dir(tmp_path) / "iter_1/attempts/attempts.jsonl").read_text().splitlines()
     assert len(rows) == 4 and all(json.loads(r)["error"] for r in rows)
