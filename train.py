@@ -473,8 +473,8 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
                 if a.error:
                     tqdm.write(f"[iter {k + 1}] {sub.name} attempt {n} failed: {a.error.splitlines()[0][:160]}")
         if action is None:
-            tqdm.write(f"[iter {k + 1}] no working code for {sub.name!r}: it is left to RL "
-                       f"(attempts in {it_dir / 'attempts'})")
+            saved = f" (attempts in {it_dir / 'attempts'})" if (it_dir / "attempts").is_dir() else ""
+            tqdm.write(f"[iter {k + 1}] no working code for {sub.name!r}: it is left to RL{saved}")
             library.active.pop(sub.name, None)
             continue
         action = library.add(sub.name, action)
