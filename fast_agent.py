@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import argparse
 import ast
+import json
 import re
 import textwrap
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import sandbox
 import skills
 from env import CHOP_TREE, CodeAction, make_env
 from llm import LLMError, LLMReplyError
+from replies import fenced_blocks
 from slow_agent import SubAction
 
 # ----------------------------------------------------------------------------------------------
@@ -58,21 +61,23 @@ LINE_NOTE = "\nLine {n} of your code is: {text}"
 BUDGET_NOTE = ("it used all {n} environment steps of one call without returning; return sooner "
                "(api.steps_left() says how many are left)")
 
-FENCE_RE = re.compile(r"```[ \t]*(?:python|py)?[ \t]*\n(.*?)```", re.S | re.I)
+PYTHON_FENCES = ("", "python", "python3", "py", "py3")
 LINE_RE = re.compile(r"\bline (\d+)\b")
 
 
 @dataclass
 class Attempt:
     source: str  # the code that was tried ("" when no code came back)
-    error: str | None  # why it was rejected, as fed back to the model; None if accepted
+    error: str | None  # why it was rejected, in words for the user; None if accepted
+    line: int | None = None  # the line of `source` the error points at, when it points at one
 
 
 def extract_code(text: str, name: str) -> str:
     """The model's code: the fenced block defining `name` (else the first block), else the bare text
     from its first `def` on. Models fence, chat around their code, or do neither."""
-    blocks = FENCE_RE.findall(text)
-    if blocks:
+    fenced = fenced_blocks(text)
+    if fenced:
+        blocks = [b for info, b in fenced if info in PYTHON_FENCES] or [b for _, b in fenced]
         source = next((b for b in blocks if re.search(rf"^\s*def {re.escape(name)}\(", b, re.M)), blocks[0])
     else:
         m = re.search(r"^\s*def ", text, re.M)
@@ -115,7 +120,7 @@ class FastAgent:
             try:
                 reply = self.llm.chat(messages, max_tokens=1024)
             except LLMReplyError as e:  # empty or cut-off reply: the model can fix that, so it counts
-                self.last_attempts.append(Attempt("", str(e)))
+                self.last_attempts.append(Attempt("", e.problem))
                 messages.append({"role": "user", "content": str(e)})
                 continue
             except LLMError as e:  # transport: not the model's fault; train.py decides what to do
@@ -123,7 +128,7 @@ class FastAgent:
                 return None
             source = extract_code(reply.text, subaction.name)
             error, lineno = self.check_and_dry_run(source, subaction.name)
-            self.last_attempts.append(Attempt(source, error))
+            self.last_attempts.append(Attempt(source, error, lineno))
             if error is None:
                 doc = _docstring(source, subaction.name) or subaction.spec
                 return CodeAction(subaction.name, source, doc)
@@ -164,8 +169,8 @@ class FastAgent:
         if skill is None:
             self.last_attempts.append(Attempt("", f"no hand-written skill named {subaction.name!r}"))
             return None
-        error, _ = self.check_and_dry_run(skill.source, skill.function)
-        self.last_attempts.append(Attempt(skill.source, error))
+        error, lineno = self.check_and_dry_run(skill.source, skill.function)
+        self.last_attempts.append(Attempt(skill.source, error, lineno))
         return skill if error is None else None
 
 
@@ -175,6 +180,20 @@ def _examples_text(examples: list[CodeAction] | None) -> str:
         return EXAMPLE.format(what="", source=CHOP_TREE.source.strip("\n"))
     return "\n\n".join(EXAMPLE.format(what=f" from the skill library, {a.function}: {(a.doc or '-').splitlines()[0]}",
                                       source=a.source.strip("\n")) for a in examples)
+
+
+def save_attempts(attempts: list[Attempt], folder: Path, name: str) -> None:
+    """Every attempt of one fast loop, kept with the run: `<name>_<n>.py` holds the code tried and
+    `attempts.jsonl` one row each (file, accepted, error, line), so a rejection can be read later."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "attempts.jsonl", "a") as f:
+        for n, a in enumerate(attempts, 1):
+            file = f"{name}_{n}.py" if a.source else None
+            if file:
+                (folder / file).write_text(a.source)
+            row = {"subaction": name, "attempt": n, "file": file, "accepted": a.error is None,
+                   **{k: v for k, v in asdict(a).items() if k != "source"}}
+            f.write(json.dumps(row) + "\n")
 
 
 def _with_line(message: str, lineno: int | None) -> str:

@@ -24,14 +24,18 @@ import importlib.util
 import json
 import os
 import random
-import re
+import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import jsonschema
 import requests
+
+from replies import find_json
 
 RETRYABLE_STATUS = {408, 409, 429}  # plus every 5xx
 FORMAT_REJECTED = {400, 422, 500, 501}  # how servers refuse a response_format they cannot do
@@ -44,6 +48,7 @@ JSON_INSTRUCTION = (
     "with no prose and no code fence:\n{schema}"
 )
 NOT_JSON = "Your reply did not contain valid JSON ({error}). Reply with only the JSON value, nothing else."
+CUT_OFF = "Your reply was cut off at the {n}-token limit. Reply again, much more briefly."
 SCHEMA_MISMATCH = (
     "Your JSON did not match the required schema: at {where}: {error}. "
     "Reply again with only a corrected JSON value."
@@ -59,10 +64,13 @@ class LLMError(Exception):
 class LLMReplyError(LLMError):
     """The reply came but is unusable (not JSON, schema mismatch, empty choices, cut off at max_tokens).
 
-    The message is written so it can be fed back to the model verbatim; `.text` is the unusable reply
-    itself (None when there was none), so a caller can echo it back as the assistant's turn."""
+    The message is written so it can be fed back to the model verbatim; `.problem` says the same to a
+    user, without instructions meant for the model; `.text` is the unusable reply itself (None when
+    there was none), so a caller can echo it back as the assistant's turn."""
 
-    text: str | None = None
+    def __init__(self, message: str, problem: str | None = None, text: str | None = None):
+        super().__init__(message)
+        self.problem, self.text = problem or message, text
 
 
 @dataclass
@@ -80,34 +88,40 @@ def configured_endpoint() -> str | None:
     return os.environ.get("RLGPT_LLM_URL") or os.environ.get("OPENAI_BASE_URL") or None
 
 
+def validate_url(url: str) -> str:
+    """The URL without a trailing slash, or LLMError naming it: requests' own errors for a missing or
+    misspelt scheme are tracebacks, and a typo should cost a sentence, not a run."""
+    url = url.strip().rstrip("/")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError as e:
+        raise LLMError(f"the LLM URL {url!r} cannot be read ({e}); check --llm-url / RLGPT_LLM_URL") from None
+    if any(c.isspace() for c in url):
+        raise LLMError(f"the LLM URL {url!r} contains a space; check --llm-url / RLGPT_LLM_URL")
+    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+        guess = url.split("://", 1)[-1]
+        raise LLMError(f"the LLM URL {url!r} is not an http:// or https:// URL; "
+                       f"did you mean 'http://{guess}'? (--llm-url / RLGPT_LLM_URL)")
+    if parts.path.rstrip("/").endswith("/chat/completions"):
+        raise LLMError(f"the LLM URL {url!r} is the chat endpoint itself; give its base, "
+                       f"{url[:url.rindex('/chat/completions')]!r}")
+    return url
+
+
 def parse_json(text: str, schema: dict | None = None) -> object:
-    """Find the JSON in a model's reply and validate it; models wrap JSON in fences and chatter."""
-    candidates = [text.strip()]
-    candidates += [m.strip() for m in re.findall(r"```(?:json|JSON)?\s*\n?(.*?)```", text, flags=re.S)]
-    error = "the reply was empty"
-    data, found = None, False
-    for cand in candidates:
-        try:
-            data, found = json.loads(cand), True
-            break
-        except json.JSONDecodeError as e:
-            error = f"{e.msg} at line {e.lineno} column {e.colno}"
-    if not found:  # JSON with text around it: decode from the first brace or bracket that parses
-        decoder = json.JSONDecoder()
-        for m in re.finditer(r"[{\[]", text):
-            try:
-                data, _ = decoder.raw_decode(text, m.start())
-                found = True
-                break
-            except json.JSONDecodeError:
-                continue
-    if not found:
-        raise LLMReplyError(NOT_JSON.format(error=error))
+    """Find the JSON in a model's reply (repairing trailing commas, comments, single quotes, Python
+    literals: see replies.py) and validate it against `schema`."""
+    try:
+        data = find_json(text)
+    except ValueError as e:
+        raise LLMReplyError(NOT_JSON.format(error=e), f"the reply is not valid JSON: {e}", text) from None
     if schema is not None:
         err = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
         if err is not None:
             where = "$" + "".join(f"[{p!r}]" for p in err.absolute_path)
-            raise LLMReplyError(SCHEMA_MISMATCH.format(where=where, error=err.message))
+            raise LLMReplyError(SCHEMA_MISMATCH.format(where=where, error=err.message),
+                                f"the reply's JSON does not match the schema at {where}: {err.message}", text)
     return data
 
 
@@ -140,16 +154,20 @@ class LLMClient:
 
     def __init__(self, url: str | None = None, model: str | None = None, api_key: str | None = None, *,
                  transcript: str | Path | None = None, timeout: float = 120, connect_timeout: float = 10,
-                 max_retries: int = 5, vision: bool = False, sleep=time.sleep, rng=random):
-        self.url = (url or configured_endpoint() or "").rstrip("/")
-        if not self.url:
+                 max_retries: int = 5, vision: bool = False, sleep=time.sleep, rng=random,
+                 log: Callable[[str], None] | None = None):
+        url = url or configured_endpoint()
+        if not url:
             raise LLMError("no LLM endpoint: pass url= or set RLGPT_LLM_URL (or OPENAI_BASE_URL) to the "
                            "OpenAI-style base, e.g. http://127.0.0.1:8080/v1")
+        self.url = validate_url(url)
         self.model = model or os.environ.get("RLGPT_LLM_MODEL") or None  # local servers need none
         self._key = api_key or os.environ.get("OPENAI_API_KEY") or None
         self.transcript = Path(transcript) if transcript else None
         self.timeout, self.connect_timeout, self.max_retries = timeout, connect_timeout, max_retries
         self.vision, self.sleep, self.rng = vision, sleep, rng
+        # one line per retry and per refused response_format: a slow or flaky server is never silent
+        self.log = log or (lambda line: print(line, file=sys.stderr))
         self.calls = 0
         self._session = requests.Session()
         self._lock = threading.Lock()
@@ -177,7 +195,10 @@ class LLMClient:
                 status, body, n = self._post(payload)
                 attempts += n
                 if fmt in ("json_schema", "json_object") and status in FORMAT_REJECTED:
-                    fmt = FORMATS[FORMATS.index(fmt) + 1]  # next best; a fluke 500 costs only the format
+                    nxt = FORMATS[FORMATS.index(fmt) + 1]  # next best; a fluke 500 costs only the format
+                    self.log(f"LLM: {self.url} refused response_format {fmt} (HTTP {status}); "
+                             f"asking with {nxt if nxt != 'prompt' else 'the schema in the prompt'} instead")
+                    fmt = nxt
                     continue
                 break
             if status is None:
@@ -188,14 +209,11 @@ class LLMClient:
                 self._format_by_endpoint[self.url] = fmt
             text, usage, model = self._content(body, max_tokens)
             record.update(reply=text, model=model, usage=usage, format=fmt)
-            try:
-                data = parse_json(text, json_schema) if json_schema else None
-            except LLMReplyError as e:
-                e.text = text
-                raise
+            data = parse_json(text, json_schema) if json_schema else None
             return Reply(text, data, usage, model, time.monotonic() - t0, attempts)
         except LLMError as e:
-            record.update(error={"type": type(e).__name__, "message": str(e)})
+            record.update(error={"type": type(e).__name__, "message": str(e),
+                                 "problem": getattr(e, "problem", str(e))})
             raise
         finally:
             record.update(latency_s=round(time.monotonic() - t0, 4), attempts=attempts)
@@ -207,7 +225,7 @@ class LLMClient:
         try:
             self._session.get(f"{self.url}/models", timeout=(self.connect_timeout, self.connect_timeout),
                               headers={"Authorization": f"Bearer {self._key}"} if self._key else {})
-        except (requests.ConnectionError, requests.Timeout) as e:
+        except requests.RequestException as e:
             raise LLMError(f"cannot reach an LLM server at {self.url} ({type(e).__name__}): check that it is "
                            "running and that --llm-url / RLGPT_LLM_URL is its OpenAI-style /v1 base") from None
 
@@ -250,6 +268,8 @@ class LLMClient:
                                        timeout=(self.connect_timeout, self.timeout))
             except (requests.ConnectionError, requests.Timeout) as e:
                 last = f"{type(e).__name__} talking to {self.url} (is the server running? is the URL right?)"
+            except requests.RequestException as e:  # a body cut off or undecodable mid-transfer, ...
+                last = f"{type(e).__name__} reading the answer of {self.url}: {self._scrub(str(e))[:200]}"
             else:
                 if r.status_code == 200:
                     try:
@@ -271,6 +291,7 @@ class LLMClient:
                 wait = b / 2 + self.rng.uniform(0, b / 2)
             elif wait > MAX_RETRY_AFTER_S:
                 return None, f"{last}; the server asked to wait {wait:.0f}s (Retry-After), giving up", attempt
+            self.log(f"LLM: {last.splitlines()[0][:160]}; retry {attempt}/{self.max_retries} in {wait:.1f}s")
             self.sleep(wait)
         return None, f"gave up after {self.max_retries + 1} attempts: {last}", self.max_retries + 1
 
@@ -290,12 +311,12 @@ class LLMClient:
             raise LLMError(f"{self.url} answered 200 but without 'choices': "
                            f"{self._scrub(str(body)[:200])!r}; check the URL is an OpenAI-style /v1 base")
         if not body["choices"]:
-            raise LLMReplyError("The server returned no choices (empty reply, possibly filtered). Try again.")
+            raise LLMReplyError("The server returned no choices (empty reply, possibly filtered). Try again.",
+                                "the server returned no choices (an empty reply, possibly filtered)")
         choice = body["choices"][0]
         text = (choice.get("message") or {}).get("content") or ""
         if choice.get("finish_reason") == "length":
-            raise LLMReplyError(f"Your reply was cut off at the {max_tokens}-token limit. "
-                                "Reply again, much more briefly.")
+            raise LLMReplyError(CUT_OFF.format(n=max_tokens), f"the reply was cut off at max_tokens={max_tokens}")
         return text, body.get("usage") or {}, body.get("model") or self.model or ""
 
     def _scrub(self, text: str) -> str:
@@ -349,9 +370,7 @@ class ReplayClient:
         if "error" in rec:
             if rec["error"]["type"] != "LLMReplyError":
                 raise LLMError(rec["error"]["message"])
-            e = LLMReplyError(rec["error"]["message"])
-            e.text = rec.get("reply")
-            raise e
+            raise LLMReplyError(rec["error"]["message"], rec["error"].get("problem"), rec.get("reply"))
         data = parse_json(rec["reply"], json_schema) if json_schema else None
         return Reply(rec["reply"], data, rec.get("usage", {}), rec.get("model", ""), 0.0,
                      rec.get("attempts", 1))
@@ -432,7 +451,7 @@ def main() -> None:
         print(reply.text if schema is None else json.dumps(reply.data, indent=2))
         print(f"[{reply.model} at {client.url}: {reply.latency_s:.2f}s, {reply.attempts} attempt(s), "
               f"usage {reply.usage}]")
-    except LLMError as e:
+    except (LLMError, ValueError) as e:  # ValueError: --schema is not JSON
         raise SystemExit(f"error: {e}") from None
     finally:
         if local:

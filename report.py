@@ -128,7 +128,8 @@ def write_summary(run_dir: Path, history: list[dict], args) -> None:
                   "| achievement | success % |", "|---|---|"]
         lines += [f"| {a} | {p:.1f} |" for a, p in rates.items()]
     lines += ["", "![success rate](success.png)", "",
-              "Artefacts: `iter_k/plan.json`, `iter_k/skills/*.py`, `iter_k/stats.json`, `iter_k/feedback.json`, "
+              "Artefacts: `iter_k/plan.json`, `iter_k/skills/*.py`, `iter_k/attempts/` (every code tried), "
+              "`iter_k/stats.json`, `iter_k/feedback.json`, "
               "`iter_k/eval.gif`, `llm_transcript.jsonl`, `metrics.jsonl` and TensorBoard events, "
               "`stats.jsonl` (Crafter's format), `checkpoint.pt`.", ""]
     (run_dir / "summary.md").write_text("\n".join(lines))

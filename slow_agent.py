@@ -222,6 +222,7 @@ class SlowAgent:
     def __init__(self, llm=None, *, max_repairs: int = 2):
         self.llm, self.max_repairs = llm, max_repairs
         self.library: dict[str, str] = {}  # skill library: name -> one line; train.py fills it before plan()
+        self.last_rejections: list[str] = []  # why each reply of the last plan()/critique() was rejected
 
     def plan(self, task: Task, env_doc: str, feedback: Feedback | None = None,
              previous: Plan | None = None) -> Plan:
@@ -279,21 +280,25 @@ class SlowAgent:
     def _ask(self, messages: list[dict], schema: dict, parse, what: str, **chat_args):
         """Ask for JSON until `parse` accepts it, feeding each rejection back with its exact error.
 
-        Transport failures (LLMError) are not the model's fault and propagate unchanged."""
-        messages = list(messages)
+        The user gets the problem without the instructions meant for the model (`last_rejections`, and
+        the AgentError, which quotes the start of the last reply). Transport failures (LLMError) are
+        not the model's fault and propagate unchanged."""
+        messages, self.last_rejections = list(messages), []
         for _ in range(self.max_repairs + 1):
             try:
                 reply = self.llm.chat(messages, json_schema=schema, **chat_args)
                 return parse(reply.data)
             except LLMReplyError as e:  # not JSON or off the schema: the client checked it
-                error, bad = str(e), e.text
+                error, problem, bad = str(e), e.problem, e.text
             except ValueError as e:  # on the schema but not a valid plan or feedback
-                error, bad = str(e), reply.text
+                error, problem, bad = str(e), str(e), reply.text
+            self.last_rejections.append(problem)
             if bad:
                 messages.append({"role": "assistant", "content": bad})
             messages.append({"role": "user", "content": REPAIR_PROMPT.format(error=error)})
+        began = f"; its last reply began {' '.join(bad.split())[:120]!r}" if bad else ""
         raise AgentError(f"the slow agent's {what} was still invalid after {self.max_repairs} "
-                         f"repair(s); last error: {error}")
+                         f"repair(s); last problem: {problem}{began}")
 
     def _library_plan(self, task: Task, feedback: Feedback | None, previous: Plan | None) -> Plan:
         """The hand-written reference plan; a re-plan applies the critic's code/RL moves to it."""

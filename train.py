@@ -31,6 +31,7 @@ import hashlib
 import inspect
 import json
 import os
+import shutil
 import sys
 import time
 from collections import Counter
@@ -48,8 +49,8 @@ import ppo as P
 import report
 import skill_library as SL
 import skills
-from fast_agent import FastAgent
-from llm import LLMClient, LLMError, ReplayClient, configured_endpoint, start_local_server
+from fast_agent import FastAgent, save_attempts
+from llm import LLMClient, LLMError, ReplayClient, configured_endpoint, start_local_server, validate_url
 from slow_agent import AgentError, Feedback, Plan, SlowAgent, SubAction
 
 
@@ -105,6 +106,9 @@ class Args:
 
 MODES, BACKENDS = ("rlgpt", "rl", "code"), ("auto", "http", "local", "library")
 APPEND_LOGS = ("metrics.jsonl", "stats.jsonl")  # rewound to the checkpoint on --resume
+# What --resume may change: where the LLM is and the budget; everything else shapes the saved state.
+RESUMABLE = {"llm", "llm_url", "llm_model", "vision", "iterations", "total_steps", "device", "threads",
+             "eval_episodes", "checkpoint_every", "capture_video", "track", "resume"}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -132,15 +136,51 @@ def _add_fields(parser: argparse.ArgumentParser, cls: type, skip: set[str] = fro
                                help=f"{docs.get(f.name, '')} (default: {f.default})", dest=f.name)
 
 
-def parse_args(argv: list[str] | None = None) -> tuple[Args, P.PPOConfig, argparse.ArgumentParser]:
+def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_fields(parser, Args)
     _add_fields(parser, P.PPOConfig, skip={"seed"})
+    return parser
+
+
+def parse_args(argv: list[str] | None = None) -> tuple[Args, P.PPOConfig, argparse.ArgumentParser]:
+    parser = make_parser()
     ns = vars(parser.parse_args(argv))
     args = Args(**{f.name: ns[f.name] for f in dataclasses.fields(Args)})
     cfg = P.PPOConfig(**{f.name: ns[f.name] for f in dataclasses.fields(P.PPOConfig) if f.name != "seed"},
                       seed=args.seed)
     return args, cfg, parser
+
+
+def given_flags(argv: list[str] | None) -> set[str]:
+    """The settings the user typed, told apart from argparse's defaults by parsing again with a
+    sentinel as every default."""
+    unset, parser = object(), make_parser()
+    parser.set_defaults(**{a.dest: unset for a in parser._actions if a.dest != "help"})
+    return {name for name, value in vars(parser.parse_args(argv)).items() if value is not unset}
+
+
+def resumed_args(args: Args, cfg: P.PPOConfig, argv: list[str] | None,
+                 parser: argparse.ArgumentParser) -> tuple[Args, P.PPOConfig]:
+    """The saved run's settings, updated by the flags given now: those in RESUMABLE (a new endpoint,
+    model or larger budget) replace the saved ones; any other flag must repeat its saved value."""
+    cfg_path = Path(args.resume) / "config.json"
+    if not cfg_path.is_file():
+        parser.error(f"--resume {args.resume}: no config.json there (not a run directory?)")
+    saved = json.loads(cfg_path.read_text())
+    old, now = {**saved["ppo"], **saved["args"]}, {**asdict(cfg), **asdict(args)}
+    flag = lambda name: "--" + name.replace("_", "-")
+    given = given_flags(argv) - {"list_tasks"}
+    fixed = [f"{flag(n)} (the run has {old[n]!r}, not {now[n]!r})" for n in sorted(given - RESUMABLE)
+             if n in old and old[n] != now[n]]
+    fixed += [f"{flag(n)} may only grow (the run has {old[n]})" for n in ("iterations", "total_steps")
+              if n in given and now[n] < old[n]]
+    if fixed:
+        parser.error(f"--resume {args.resume} cannot change {'; '.join(fixed)}: start a new run for that")
+    changed = {n: now[n] for n in sorted(given & RESUMABLE - {"resume"}) if now[n] != old.get(n)}
+    if changed:
+        print("resuming with " + ", ".join(f"{flag(n)} {v} (was {old.get(n)})" for n, v in changed.items()))
+    return Args(**{**saved["args"], **changed, "resume": args.resume}), P.PPOConfig(**saved["ppo"])
 
 
 def validate(args: Args, parser: argparse.ArgumentParser) -> None:
@@ -151,6 +191,14 @@ def validate(args: Args, parser: argparse.ArgumentParser) -> None:
         parser.error(f"--llm must be one of {BACKENDS} or replay:<transcript.jsonl>, not {args.llm!r}")
     if args.llm.startswith("replay:") and not Path(args.llm[7:]).is_file():
         parser.error(f"--llm {args.llm}: no such transcript file")
+    url = args.llm_url or configured_endpoint()
+    if args.mode != "rl" and args.llm == "http" and not url:
+        parser.error("--llm http needs an endpoint: --llm-url or RLGPT_LLM_URL (e.g. http://127.0.0.1:8080/v1)")
+    if args.mode != "rl" and args.llm in ("http", "auto") and url:
+        try:
+            validate_url(url)
+        except LLMError as e:
+            parser.error(str(e))
     for name in ("iterations", "total_steps", "num_envs", "max_macro_steps", "checkpoint_every", "threads"):
         if getattr(args, name) <= 0:
             parser.error(f"--{name.replace('_', '-')} must be positive, not {getattr(args, name)}")
@@ -160,11 +208,9 @@ def validate(args: Args, parser: argparse.ArgumentParser) -> None:
     if skills_dir is not None and args.mode == "rlgpt":
         if args.run_name and (Path(args.runs_dir) / args.run_name).resolve() == skills_dir.resolve():
             parser.error(f"--run-name {args.run_name}: that is the skill library's directory; pick another")
-        try:
-            skills_dir.mkdir(parents=True, exist_ok=True)
-            problem = None if os.access(skills_dir, os.W_OK) else "not writable"
-        except OSError as e:
-            problem = e.strerror
+        # checked, not created: a run stopped by a later check leaves nothing behind
+        existing = next(p for p in (skills_dir, *skills_dir.parents) if p.exists())
+        problem = None if existing.is_dir() and os.access(existing, os.W_OK) else f"{existing} is not a writable directory"
         if problem:
             parser.error(f"--skills {skills_dir}: cannot use it as the skill library directory ({problem})")
     if args.device not in ("auto", "cpu", "cuda"):
@@ -214,9 +260,10 @@ def make_llm(args: Args, run_dir: Path):
     server = None
     if kind == "local":
         server = start_local_server()
-        client = LLMClient(server.url, "local", transcript=transcript, vision=False)
+        client = LLMClient(server.url, "local", transcript=transcript, vision=False, log=tqdm.write)
     else:
-        client = LLMClient(args.llm_url, args.llm_model, transcript=transcript, vision=args.vision)
+        client = LLMClient(args.llm_url, args.llm_model, transcript=transcript, vision=args.vision,
+                           log=tqdm.write)
         client.check_reachable()
     return client, server, f"{kind}: {client.url} model {client.model or '(server default)'}"
 
@@ -392,9 +439,15 @@ def rewind_logs(run_dir: Path, sizes: dict[str, int]) -> None:
                 f.truncate(size)
 
 
+def log_rejections(k: int, what: str, slow: SlowAgent) -> None:
+    """One line per reply the slow agent rejected, in the user's words (the model got its own)."""
+    for n, problem in enumerate(slow.last_rejections, 1):
+        tqdm.write(f"[iter {k + 1}] {what} reply {n} rejected: {problem[:200]}")
+
+
 def agents_phase(args, run, slow, fast, library, state, doc) -> None:
     """Steps 1-2 of an iteration: (re)plan, then write every code sub-action not yet accepted."""
-    k, it_dir = state["iteration"], run["dir"] / f"iter_{state['iteration']}"
+    k, it_dir = state["iteration"], run["dir"] / f"iter_{state['iteration'] + 1}"  # as the log: [iter 1]
     (it_dir / "skills").mkdir(parents=True, exist_ok=True)
     feedback = Feedback.from_dict(state["feedback"]) if state["feedback"] else None
     if args.mode == "code":
@@ -413,6 +466,8 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
                 raise
             tqdm.write(f"[iter {k + 1}] planning failed ({e}); carrying on with the last good plan")
             plan = previous
+        finally:
+            log_rejections(k, "plan", slow)
         subs = plan.code_subactions
     state["plan"] = plan.to_dict()
     (it_dir / "plan.json").write_text(json.dumps(state["plan"], indent=2))
@@ -430,8 +485,13 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
                 tqdm.write(f"[iter {k + 1}] asking the fast agent to write {sub.name!r} ...")
             examples = run["skills"].related(f"{args.task} {sub.name} {sub.spec}") if run["skills"] else None
             action = fast.write(sub, doc, feedback=fix, examples=examples)
+            save_attempts(fast.last_attempts, it_dir / "attempts", sub.name)
+            for n, a in enumerate(fast.last_attempts, 1):
+                if a.error:
+                    tqdm.write(f"[iter {k + 1}] {sub.name} attempt {n} failed: {a.error.splitlines()[0][:160]}")
         if action is None:
-            tqdm.write(f"[iter {k + 1}] no working code for {sub.name!r}: it is left to RL")
+            saved = f" (attempts in {it_dir / 'attempts'})" if (it_dir / "attempts").is_dir() else ""
+            tqdm.write(f"[iter {k + 1}] no working code for {sub.name!r}: it is left to RL{saved}")
             library.active.pop(sub.name, None)
             continue
         action = library.add(sub.name, action)
@@ -512,7 +572,7 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
     for name, row in stats.summary().items():
         log_metrics(run, {f"code/{name}/share": row["share"], f"code/{name}/success_rate": row["success_rate"]},
                     ppo.global_step)
-    it_dir = run["dir"] / f"iter_{k}"
+    it_dir = run["dir"] / f"iter_{k + 1}"
     it_dir.mkdir(exist_ok=True)
     if args.capture_video and ev["frames"]:
         report.write_gif(it_dir / "eval.gif", ev["frames"])
@@ -541,6 +601,8 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
     except (LLMError, AgentError) as e:
         tqdm.write(f"[iter {k + 1}] the critic failed ({e}); the next plan goes without feedback")
         return
+    finally:
+        log_rejections(k, "critic", run["slow"])
     state["feedback"] = feedback.to_dict()
     (it_dir / "feedback.json").write_text(json.dumps(state["feedback"], indent=2))
     tqdm.write(f"[iter {k + 1}] critic: {feedback.summary}")
@@ -563,24 +625,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.list_tasks:
         return E.main(["--list"])
     if args.resume:
-        cfg_path = Path(args.resume) / "config.json"
-        if not cfg_path.is_file():
-            parser.error(f"--resume {args.resume}: no config.json there (not a run directory?)")
-        saved = json.loads(cfg_path.read_text())
-        args = Args(**dict(saved["args"], resume=args.resume))
-        cfg = P.PPOConfig(**saved["ppo"])
+        args, cfg = resumed_args(args, cfg, argv, parser)
     validate(args, parser)
     device = "cuda" if args.device == "auto" and torch.cuda.is_available() else args.device.replace("auto", "cpu")
     rank, world, device = init_distributed(device)
     P.seed_everything(args.seed)  # every rank builds the same initial weights
     torch.set_num_threads(args.threads)
 
-    run_dir = Path(args.resume) if args.resume else None
+    run_dir, created = Path(args.resume) if args.resume else None, False
     if run_dir is None and rank == 0:
         name = args.run_name or f"{args.task.replace(':', '-')}__{args.mode}__{args.seed}__{int(time.time())}"
         run_dir = Path(args.runs_dir) / name
         if (run_dir / "config.json").exists():
             parser.error(f"{run_dir} already holds a run: --resume it, or pick another --run-name")
+        created = not run_dir.exists()
         run_dir.mkdir(parents=True, exist_ok=True)
     run_dir = P.broadcast(run_dir)  # under torchrun: rank 0's name (the unix time may differ per rank)
     llm, server, backend = None, None, None
@@ -589,10 +647,12 @@ def main(argv: list[str] | None = None) -> int:
             llm, server, backend = make_llm(args, run_dir)
         except LLMError as e:
             print(f"error: {e}", file=sys.stderr)
+            if created:  # nothing ran: leave no empty run directory behind
+                shutil.rmtree(run_dir, ignore_errors=True)
             return 2
         print(f"run directory: {run_dir}\nmode: {args.mode}; agents' backend: {backend}; device: {device}"
               + (f" (x{world} ranks under torchrun)" if world > 1 else ""))
-    if not args.resume and rank == 0:
+    if rank == 0:  # on --resume too: the settings it changed hold for the next resume
         (run_dir / "config.json").write_text(json.dumps(
             {"args": asdict(args), "ppo": asdict(cfg), "backend": backend, "device": device}, indent=2))
 
@@ -655,6 +715,8 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except (LLMError, AgentError) as e:
         print(f"error: the LLM could not be used: {e}", file=sys.stderr)
+        if (run_dir / "llm_transcript.jsonl").is_file():
+            print(f"every request and reply is in {run_dir / 'llm_transcript.jsonl'}", file=sys.stderr)
         return 2
     finally:
         if run["writer"] is not None:

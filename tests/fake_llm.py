@@ -37,6 +37,7 @@ class Fault:
     raw_body: str | None = None  # sent verbatim instead of a chat-completions body (garbage)
     empty_choices: bool = False
     reject_formats: tuple[str, ...] = ()  # see rejects_response_format
+    cut_at: int | None = None  # send only this many bytes of the body, then hang up (see cut_body)
 
 
 def rate_limited(retry_after: float | str | None = 1) -> Fault:
@@ -67,6 +68,17 @@ def garbage(body: str = "<html><body>502 Bad Gateway</body></html>") -> Fault:
 def truncated(text: str = '{"plan": [') -> Fault:
     """A reply cut off at max_tokens: finish_reason "length"."""
     return Fault(text=text, finish_reason="length")
+
+
+def cut_body(text: str = "cut", at: int = 40) -> Fault:
+    """A body cut off mid-transfer: Content-Length announces the whole body, `at` bytes arrive, then
+    the connection closes (a proxy or server dying while it answers)."""
+    return Fault(text=text, cut_at=at)
+
+
+def bad_encoding() -> Fault:
+    """HTTP 200 that says Content-Encoding: gzip but is not gzip (a misconfigured proxy)."""
+    return Fault(raw_body="this is not gzip", headers={"Content-Encoding": "gzip"})
 
 
 def empty_choices() -> Fault:
@@ -131,15 +143,15 @@ class FakeLLMServer:
                 return item.text
             return item
 
-    def _answer(self, item: str | Fault, body: dict) -> tuple[int, dict[str, str], bytes]:
+    def _answer(self, item: str | Fault, body: dict) -> tuple[int, dict[str, str], bytes, int | None]:
         fault = item if isinstance(item, Fault) else Fault(text=item)
         if fault.delay_s:
             time.sleep(fault.delay_s)
         if fault.raw_body is not None:
-            return fault.status, fault.headers, fault.raw_body.encode()
+            return fault.status, fault.headers, fault.raw_body.encode(), None
         if fault.status != 200:
             err = {"error": {"message": fault.text, "type": "fake_error", "code": fault.status}}
-            return fault.status, fault.headers, json.dumps(err).encode()
+            return fault.status, fault.headers, json.dumps(err).encode(), None
         n_prompt = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
         n_out = len(fault.text.split())
         choices = [] if fault.empty_choices else [
@@ -149,7 +161,7 @@ class FakeLLMServer:
                "model": body.get("model") or self.model, "choices": choices,
                "usage": {"prompt_tokens": n_prompt, "completion_tokens": n_out,
                          "total_tokens": n_prompt + n_out}}
-        return 200, fault.headers, json.dumps(out).encode()
+        return 200, fault.headers, json.dumps(out).encode(), fault.cut_at
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         server = self
@@ -164,9 +176,9 @@ class FakeLLMServer:
                 with server._lock:
                     server.requests.append(Received(self.path, dict(self.headers), body))
                 if not self.path.rstrip("/").endswith("/chat/completions"):
-                    status, headers, payload = 404, {}, b'{"error": {"message": "no such route"}}'
+                    status, headers, payload, cut = 404, {}, b'{"error": {"message": "no such route"}}', None
                 else:
-                    status, headers, payload = server._answer(server._next(body), body)
+                    status, headers, payload, cut = server._answer(server._next(body), body)
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
@@ -174,7 +186,8 @@ class FakeLLMServer:
                     for k, v in headers.items():
                         self.send_header(k, v)
                     self.end_headers()
-                    self.wfile.write(payload)
+                    self.wfile.write(payload[:cut])
+                    self.close_connection = cut is not None
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (read timeout) before a slow answer came
 

@@ -11,7 +11,7 @@ import pytest
 
 import skills
 from env import TASKS, CodeAction, api_doc, get_task
-from fast_agent import Attempt, FastAgent, extract_code
+from fast_agent import Attempt, FastAgent, extract_code, save_attempts
 from llm import LLMClient
 from slow_agent import (
     LONG_CHAIN,
@@ -24,7 +24,7 @@ from slow_agent import (
     SubAction,
     rule_based_critique,
 )
-from tests.fake_llm import FakeLLMServer, http_error
+from tests.fake_llm import FakeLLMServer, http_error, truncated
 
 DOC = api_doc()
 
@@ -109,6 +109,25 @@ def test_plan_fails_clearly_after_max_repairs():
         with pytest.raises(AgentError, match="after 2 repair.*'logs' is not an inventory item"):
             SlowAgent(client(srv), max_repairs=2).plan(get_task("collect_wood"), DOC)
     assert len(srv.requests) == 3
+
+
+def test_a_garbled_plan_reaches_the_user_as_the_problem_and_the_reply_not_as_model_instructions():
+    with FakeLLMServer(lambda body: "I would rather chat about trees, if that is fine.") as srv:
+        agent = SlowAgent(client(srv), max_repairs=1)
+        with pytest.raises(AgentError) as e:
+            agent.plan(get_task("collect_wood"), DOC)
+    msg = str(e.value)
+    assert "Reply with" not in msg and "Your reply" not in msg  # those words were for the model
+    assert "not valid JSON" in msg and "'I would rather chat about trees" in msg
+    assert len(agent.last_rejections) == 2 and all("Reply" not in r for r in agent.last_rejections)
+    assert "Reply with only the JSON value" in srv.requests[1].json["messages"][-1]["content"]
+
+
+def test_sloppy_plan_json_is_accepted_without_a_repair_round():
+    sloppy = plan_json().replace('"', "'").replace("]}", "],}") + "  // done"
+    with FakeLLMServer([sloppy]) as srv:
+        plan = SlowAgent(client(srv)).plan(get_task("collect_wood"), DOC)
+    assert len(srv.requests) == 1 and [s.name for s in plan.subactions] == ["find_tree", "chop_tree"]
 
 
 def test_long_chain_task_must_list_its_subtasks_first():
@@ -235,6 +254,21 @@ def test_code_that_raises_at_line_3_is_fixed_on_the_next_attempt():
     assert "line 3" in feedback and "ZeroDivisionError" in feedback and "x = 1 / n" in feedback
     assert srv.requests[1].json["messages"][-2]["content"] == BROKEN
     assert [a.error is None for a in agent.last_attempts] == [False, True]
+    assert agent.last_attempts[0].line == 3
+
+
+def test_every_attempt_is_saved_with_its_code_error_and_line(tmp_path):
+    with FakeLLMServer([BROKEN, truncated(), FIXED]) as srv:
+        agent = FastAgent(client(srv))
+        assert agent.write(SUB, DOC) is not None
+    save_attempts(agent.last_attempts, tmp_path / "attempts", "chop_tree")
+    folder = tmp_path / "attempts"
+    rows = [json.loads(x) for x in (folder / "attempts.jsonl").read_text().splitlines()]
+    assert [(r["attempt"], r["accepted"], r["line"]) for r in rows] == [(1, False, 3), (2, False, None),
+                                                                        (3, True, None)]
+    assert "ZeroDivisionError" in rows[0]["error"] and "x = 1 / n" in (folder / rows[0]["file"]).read_text()
+    assert rows[1]["file"] is None and rows[1]["error"] == "the reply was cut off at max_tokens=1024"
+    assert (folder / "chop_tree_3.py").read_text() == extract_code(FIXED, "chop_tree")
 
 
 def test_first_prompt_shows_api_doc_example_rules_and_the_critics_note():
@@ -282,6 +316,11 @@ def test_extract_code_fenced_or_not():
     assert extract_code(f"```py\n{fn}```", "chop_tree") == fn
     two = f"First a helper:\n```python\ndef helper(api):\n    return 1\n```\nThen:\n```python\n{fn}```"
     assert extract_code(two, "chop_tree") == fn
+    for fence in ("```python3", "```Python", "```py", "~~~python", "~~~", "```", "``` python"):
+        close = fence[:3]
+        assert extract_code(f"Here:\n{fence}\n{fn}{close}\nDone.", "chop_tree") == fn, fence
+    assert extract_code(f"```text\nnotes\n```\n~~~py\n{fn}~~~", "chop_tree") == fn  # not the prose block
+    assert extract_code(f"```python\n{fn}", "chop_tree") == fn  # never closed (cut off)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -21,9 +21,12 @@ from llm import (
     _retry_after,
     configured_endpoint,
     parse_json,
+    validate_url,
 )
 from tests.fake_llm import (
     FakeLLMServer,
+    bad_encoding,
+    cut_body,
     empty_choices,
     garbage,
     http_error,
@@ -349,3 +352,82 @@ def test_cli_talks_to_the_configured_endpoint():
     assert out.returncode == 0, out.stderr
     assert "hi from the fake" in out.stdout and KEY not in out.stdout
     assert srv.requests[0].json["messages"] == [{"role": "user", "content": "say hi"}]
+
+
+# ----------------------------------------------------------------------------------------------
+# What a new user meets: bad URLs, broken transfers, sloppy JSON, and a log that says what happens.
+
+
+@pytest.mark.parametrize("url", ["127.0.0.1:8000/v1", "localhost:8000/v1", "htpp://127.0.0.1:8000/v1",
+                                 "http:/127.0.0.1/v1", "ftp://example.com/v1", "http://[::1/v1",
+                                 "http://host:80a/v1", "http://local host:8000/v1",
+                                 "http://127.0.0.1:8000/v1/chat/completions"])
+def test_a_url_without_http_scheme_is_a_sentence_naming_it(url):
+    with pytest.raises(LLMError) as e:
+        LLMClient(url)
+    assert repr(url) in str(e.value) and "http://" in str(e.value)
+    assert validate_url("https://api.openai.com/v1/") == "https://api.openai.com/v1"
+
+
+@pytest.mark.parametrize("fault,words", [(cut_body, "IncompleteRead"), (bad_encoding, "gzip")])
+def test_a_broken_transfer_is_retried_then_named_with_the_server(fault, words):
+    with FakeLLMServer([fault(), "fine"]) as srv:
+        assert client(srv).chat(USER).text == "fine"
+    with FakeLLMServer([fault()] * 3) as srv, pytest.raises(LLMError) as e:
+        client(srv, max_retries=2).chat(USER)
+    msg = str(e.value)
+    assert "gave up after 3 attempts" in msg and srv.url in msg and words in msg
+    assert len(srv.requests) == 3
+
+
+def test_retries_and_a_refused_format_each_leave_one_log_line():
+    good = '{"skill": "a", "steps": 1}'
+    log = []
+    script = [server_error(503), rate_limited(2), rejects_response_format(good, ("json_schema",))]
+    with FakeLLMServer(script) as srv:
+        LLMClient(srv.url, sleep=lambda s: None, log=log.append).chat(USER, json_schema=SCHEMA)
+    assert len(log) == 3, log
+    assert "HTTP 503" in log[0] and "retry 1/5" in log[0] and srv.url in log[0]
+    assert "HTTP 429" in log[1] and "retry 2/5 in 2.0s" in log[1]
+    assert "refused response_format json_schema" in log[2] and "json_object" in log[2]
+
+
+SLOPPY = """Here is the plan:
+```json
+{
+  // the plan
+  'skill': 'chop "big" tree',  /* single quotes */
+  "steps": 3,
+  "done": False, "note": None, "ok": True,
+}
+```"""
+
+
+def test_sloppy_json_is_repaired():
+    data = parse_json(SLOPPY)
+    assert data == {"skill": 'chop "big" tree', "steps": 3, "done": False, "note": None, "ok": True}
+    assert parse_json("~~~\n[1, 2,]\n~~~") == [1, 2]
+    assert parse_json('{"url": "http://x//y # not a comment", "s": "it\'s, ]"}') == {
+        "url": "http://x//y # not a comment", "s": "it's, ]"}
+
+
+def test_broken_json_names_the_real_problem_not_an_inner_fragment():
+    broken = 'Plan:\n{"subactions": [],\n "rl_config": {}\n "subtasks": []}'
+    with pytest.raises(LLMReplyError) as e:
+        parse_json(broken, {"type": "object", "required": ["subtasks"]})
+    assert "Expecting ',' delimiter at line 3 column 2" in str(e.value) and "schema" not in str(e.value)
+    assert e.value.problem.startswith("the reply is not valid JSON") and "Reply" not in e.value.problem
+    assert e.value.text == broken
+
+
+def test_reply_errors_carry_a_problem_for_the_user_without_instructions_to_the_model():
+    with FakeLLMServer([truncated(), '{"skill": 1}']) as srv:
+        c = client(srv)
+        with pytest.raises(LLMReplyError) as cut:
+            c.chat(USER, max_tokens=50)
+        with pytest.raises(LLMReplyError) as off:
+            c.chat(USER, json_schema=SCHEMA)
+    for e in (cut.value, off.value):
+        assert "Reply" in str(e)  # fed back to the model
+        assert "Reply" not in e.problem and "Your" not in e.problem  # shown to the user
+    assert off.value.text == '{"skill": 1}'

@@ -217,7 +217,7 @@ def test_run_b_reuses_run_a_wood_skill_without_a_fast_agent_call(tmp_path, monke
     assert writes(b_requests, "chop_tree") == []  # reused: no fast-agent call for it
     assert len(writes(b_requests, "place_table")) == 1 and len(b_requests) == 2  # one plan, one code
     assert "- chop_tree: Chop the nearest visible tree (written in run A)." in json.dumps(b_requests[0])
-    assert (b_dir / "iter_0/skills/chop_tree.py").read_text() == (a_dir / "iter_0/skills/chop_tree.py").read_text()
+    assert (b_dir / "iter_1/skills/chop_tree.py").read_text() == (a_dir / "iter_1/skills/chop_tree.py").read_text()
     assert "Example from the skill library, place_table" in json.dumps(writes(b_requests, "place_table")[0])
     summary = (b_dir / "summary.md").read_text()
     assert f"LLM calls made by this run: {len(b_requests)} " in summary

@@ -1,7 +1,11 @@
 """train.py end to end on real Crafter with tiny budgets: the LLM side scripted over real HTTP."""
 
+import contextlib
+import dataclasses
+import io
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -12,7 +16,7 @@ import pytest
 import torch
 
 import train
-from tests.fake_llm import FakeLLMServer
+from tests.fake_llm import FakeLLMServer, Fault, server_error
 
 KEY = "sk-test-SECRET-never-written"
 TINY = ["--task", "collect_wood", "--num-envs", "2", "--num-steps", "32", "--eval-episodes", "1",
@@ -59,12 +63,13 @@ def e2e(tmp_path_factory, monkeypatch_module):  # module-scoped: runs once
     """One scripted two-iteration run, shared by the tests that read what it left behind."""
     root = tmp_path_factory.mktemp("e2e")
     monkeypatch_module.setenv("OPENAI_API_KEY", KEY)
-    with FakeLLMServer(scripted) as srv:
+    out = io.StringIO()
+    with FakeLLMServer(scripted) as srv, contextlib.redirect_stdout(out):
         rc = train.main(TINY + ["--llm", "http", "--llm-url", srv.url, "--llm-model", "fake", "--iterations", "2",
                                 "--total-steps", "600", "--runs-dir", str(root), "--capture-video"])
         requests = [r.json for r in srv.requests]
     assert rc == 0
-    return run_dir(root), requests
+    return run_dir(root), requests, out.getvalue()
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +80,7 @@ def monkeypatch_module():
 
 
 def test_e2e_two_iterations_over_http(e2e):
-    d, requests = e2e
+    d, requests, out = e2e
     plan_requests = [r for r in requests if r["messages"][0]["content"].startswith("You are the slow agent")]
     assert len(plan_requests) == 2
     assert "CRITIC-SAYS" in json.dumps(plan_requests[1]["messages"])  # the slow loop closes
@@ -85,15 +90,21 @@ def test_e2e_two_iterations_over_http(e2e):
     rows = history(d)
     assert [r["n_actions"] for r in rows] == [18, 19]  # extend() between iterations
     assert rows[-1]["env_steps"] >= 600
-    for path in ["config.json", "llm_transcript.jsonl", "iter_0/plan.json", "iter_0/skills/chop_tree.py",
-                 "iter_0/feedback.json", "iter_0/stats.json", "iter_1/plan.json",
-                 "iter_1/skills/grab_sapling.py", "iter_0/eval.gif", "stats.jsonl", "metrics.jsonl",
+    for path in ["config.json", "llm_transcript.jsonl", "iter_1/plan.json", "iter_1/skills/chop_tree.py",
+                 "iter_1/feedback.json", "iter_1/stats.json", "iter_2/plan.json",
+                 "iter_2/skills/grab_sapling.py", "iter_1/eval.gif", "stats.jsonl", "metrics.jsonl",
                  "checkpoint.pt", "summary.md", "success.png"]:
         assert (d / path).is_file(), path
     assert list(d.glob("events.out.tfevents.*"))
     transcript = (d / "llm_transcript.jsonl").read_text().splitlines()
     assert len(transcript) == len(requests) == 6
-    stats = json.loads((d / "iter_0/stats.json").read_text())
+    attempts = [json.loads(x) for x in (d / "iter_1/attempts/attempts.jsonl").read_text().splitlines()]
+    assert [(a["subaction"], a["attempt"], a["accepted"], a["line"]) for a in attempts] == [
+        ("chop_tree", 1, False, 3), ("chop_tree", 2, True, None)]
+    assert (d / "iter_1/attempts/chop_tree_1.py").read_text() == BAD_CHOP.split("\n", 1)[1].rsplit("```")[0]
+    assert "[iter 1] chop_tree attempt 1 failed: line 3: ZeroDivisionError" in out  # the user sees why
+    assert "[iter 1] plan:" in out and "[iter 2] plan:" in out
+    stats = json.loads((d / "iter_1/stats.json").read_text())
     assert stats["code_actions"]["chop_tree"]["chosen"] > 0
     for f in d.rglob("*"):
         if f.is_file():
@@ -101,13 +112,13 @@ def test_e2e_two_iterations_over_http(e2e):
 
 
 def test_replay_reproduces_plans_and_code(e2e, tmp_path):
-    d, _ = e2e
+    d, _, _ = e2e
     rc = train.main(TINY + ["--llm", f"replay:{d / 'llm_transcript.jsonl'}", "--iterations", "2",
                             "--total-steps", "600", "--runs-dir", str(tmp_path)])
     assert rc == 0
     r = run_dir(tmp_path)
-    for path in ["iter_0/plan.json", "iter_1/plan.json", "iter_0/skills/chop_tree.py",
-                 "iter_1/skills/grab_sapling.py"]:
+    for path in ["iter_1/plan.json", "iter_2/plan.json", "iter_1/skills/chop_tree.py",
+                 "iter_2/skills/grab_sapling.py"]:
         assert (r / path).read_text() == (d / path).read_text(), path
 
 
@@ -119,7 +130,7 @@ def test_smoke_modes_on_the_library_backend(mode, tmp_path):
     d = run_dir(tmp_path)
     rows = history(d)
     assert rows[-1]["env_steps"] >= 300 and (d / "summary.md").is_file()
-    skills_written = {p.name for p in d.glob("iter_0/skills/*.py")}
+    skills_written = {p.name for p in d.glob("iter_1/skills/*.py")}
     if mode == "rl":
         assert rows[-1]["n_actions"] == 17 and not skills_written
     elif mode == "code":
@@ -173,3 +184,92 @@ def test_bad_input_exits_2_with_a_sentence(tmp_path, capsys):
     rc = train.main(["--llm", "http", "--llm-url", "http://127.0.0.1:9/v1", "--runs-dir", str(tmp_path)])
     assert rc == 2
     assert "127.0.0.1:9" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("url", ["127.0.0.1:8000/v1", "htpp://127.0.0.1:8000/v1"])
+def test_a_bad_llm_url_is_a_sentence_and_leaves_no_run_directory(url, tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        train.main(["--llm", "http", "--llm-url", url, "--runs-dir", str(tmp_path)])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert repr(url) in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+    assert train.main(["--llm", "http", "--llm-url", "http://127.0.0.1:9/v1", "--runs-dir", str(tmp_path)]) == 2
+    assert list(tmp_path.iterdir()) == []  # nothing listens there: the run never started
+
+
+def saved_run(tmp_path: Path, **args) -> Path:
+    d = tmp_path / "r"
+    d.mkdir()
+    a, cfg, _ = train.parse_args(["--run-name", "r"])
+    (d / "config.json").write_text(json.dumps({"args": dict(dataclasses.asdict(a), **args),
+                                               "ppo": dataclasses.asdict(cfg)}))
+    return d
+
+
+def test_resume_takes_new_endpoint_and_budget_and_names_the_flags_it_cannot_change(tmp_path, capsys):
+    d = saved_run(tmp_path, llm="http", llm_url="http://old:1/v1", iterations=2, total_steps=600, num_envs=2)
+    argv = ["--resume", str(d), "--llm-url", "http://new:2/v1", "--llm-model", "m2", "--total-steps", "900",
+            "--iterations", "3", "--num-envs", "2"]  # --num-envs repeats the saved value: allowed
+    args, _, parser = train.parse_args(argv)
+    args, cfg = train.resumed_args(args, train.P.PPOConfig(), argv, parser)
+    assert (args.llm_url, args.llm_model, args.total_steps, args.iterations) == ("http://new:2/v1", "m2", 900, 3)
+    assert (args.llm, args.num_envs, args.resume, args.run_name) == ("http", 2, str(d), "r")  # the rest: saved
+    assert "--llm-url http://new:2/v1 (was http://old:1/v1)" in capsys.readouterr().out
+    for bad, words in [(["--seed", "7"], "--seed (the run has 1, not 7)"), (["--learning-rate", "0.1"],
+                       "--learning-rate"), (["--task", "place_table"], "--task"), (["--num-envs", "4"], "--num-envs"),
+                       (["--total-steps", "300"], "--total-steps may only grow")]:
+        argv = ["--resume", str(d), *bad]
+        args, cfg, parser = train.parse_args(argv)
+        with pytest.raises(SystemExit) as e:
+            train.resumed_args(args, cfg, argv, parser)
+        assert e.value.code == 2 and words in capsys.readouterr().err, bad
+
+
+def test_resume_with_a_new_endpoint_and_a_larger_budget_runs_on(e2e, tmp_path):
+    d = tmp_path / "copy"
+    shutil.copytree(e2e[0], d)
+    with FakeLLMServer(scripted) as srv:
+        rc = train.main(["--resume", str(d), "--llm-url", srv.url, "--iterations", "3", "--total-steps", "900"])
+    assert rc == 0 and srv.requests  # the new endpoint planned iteration 3
+    rows = history(d)
+    assert [r["iteration"] for r in rows] == [1, 2, 3] and rows[-1]["env_steps"] >= 900
+    assert (d / "iter_3/plan.json").is_file()
+    saved = json.loads((d / "config.json").read_text())["args"]
+    assert (saved["llm_url"], saved["total_steps"]) == (srv.url, 900)  # the next --resume keeps them
+
+
+def noisy():
+    """An endpoint that fails in every way a user can be told about, and still lets the run go on."""
+    count = [0, 0]
+
+    def reply(request: dict):
+        count[0] += 1
+        if count[0] == 1:
+            return server_error(503)
+        if (request.get("response_format") or {}).get("type") == "json_schema":
+            return Fault(status=400, text="response_format json_schema is not supported")
+        if request["messages"][0]["content"].startswith("You are the slow agent"):
+            count[1] += 1
+            if count[1] == 1:
+                return "Sorry, no plan today."
+            return json.dumps(PLAN_1)[:-1] + ",  // my plan\n}"  # sloppy JSON, repaired
+        return "I cannot write that."
+
+    return reply
+
+
+def test_a_noisy_endpoint_leaves_a_line_for_each_thing_that_went_wrong(tmp_path, capsys):
+    with FakeLLMServer(noisy()) as srv:
+        rc = train.main(TINY + ["--llm", "http", "--llm-url", srv.url, "--iterations", "1", "--total-steps", "100",
+                                "--runs-dir", str(tmp_path)])
+    assert rc == 0
+    out = capsys.readouterr()
+    log = out.out + out.err
+    assert f"HTTP 503 from {srv.url}" in log and "retry 1/5" in log
+    assert "refused response_format json_schema (HTTP 400)" in log
+    assert "[iter 1] plan reply 1 rejected: the reply is not valid JSON: there is no JSON" in log
+    assert "Reply with" not in log and "Your reply" not in log  # what was said to the model stays there
+    assert log.count("chop_tree attempt") == 4 and "no working code for 'chop_tree': it is left to RL" in log
+    rows = (run_dir(tmp_path) / "iter_1/attempts/attempts.jsonl").read_text().splitlines()
+    assert len(rows) == 4 and all(json.loads(r)["error"] for r in rows)
