@@ -17,6 +17,7 @@ one code action with a reason in RunResult.error; the next run starts a fresh wo
 import json
 import os
 import pickle
+import select
 import signal
 import socket
 import subprocess
@@ -45,6 +46,7 @@ class Worker:
     def __init__(self):
         self._proc: subprocess.Popen | None = None
         self._conn: Connection | None = None
+        self._poll: select.poll | None = None  # made once per worker: Connection.poll makes one per call
         self.starts = 0
         self._finalizer = None
 
@@ -67,7 +69,7 @@ class Worker:
         start, api_time, calls = perf_counter(), 0.0, 0
         while True:
             left = start + api_time + time_limit + KILL_AFTER_S - perf_counter()
-            if left <= 0 or not self._conn.poll(left):
+            if left <= 0 or not self._poll.poll(left * 1e3):
                 if left <= 0:
                     self.close()
                     return RunResult(None, f"stopped: the code ran past its time budget of {time_limit} s "
@@ -107,6 +109,8 @@ class Worker:
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True,
                 env={**os.environ, "MALLOC_ARENA_MAX": "1"})
         self._conn = Connection(ours.detach())
+        self._poll = select.poll()
+        self._poll.register(self._conn.fileno(), select.POLLIN)
         self._finalizer = weakref.finalize(self, _stop, self._proc, self._conn)
         self.starts += 1
 
@@ -127,7 +131,7 @@ class Worker:
         """Kill the worker, if any; the next `run` starts a new one."""
         if self._finalizer is not None:
             self._finalizer()
-        self._proc = self._conn = self._finalizer = None
+        self._proc = self._conn = self._poll = self._finalizer = None
 
 
 def _stop(proc: subprocess.Popen, conn: Connection) -> None:

@@ -1,13 +1,14 @@
-"""Adversarial code actions for the sandbox: each must be rejected by `sandbox.check` or stopped by
-`sandbox.run` within 2 s, leaving the test process unharmed (see tests/test_sandbox.py).
+"""Adversarial code actions for the sandbox: each must be rejected by `sandbox.check` or stopped in the
+sandbox's worker process within its budget, leaving the test process unharmed (see tests/test_sandbox.py).
 
 Every snippet defines `act(api)`. `expect` names the outcomes that count as caught: "check" (rejected
-by the checker), "error" (the code got an exception it could not escape), or a stop reason such as
-"time_budget", "memory", "recursion", "api_calls" or "step_budget". A snippet that returns normally is a hole.
-Memory snippets may hit the time budget first on a slow machine; test_sandbox.py checks the memory
-stop itself with a lower limit.
+by the checker, compiler errors included), "error" (the code got an exception it could not escape), or
+a stop reason: "time_budget" (stopped by the line/time budget, or the worker killed after a C call
+overran it), "memory", "recursion", "api_calls", "step_budget", "episode_ended". A snippet that returns
+normally is a hole. Memory snippets may hit the time budget first on a slow machine; test_sandbox.py
+checks the memory stop itself.
 The api is tests/test_sandbox.py's FakeApi: step() spends a 5-step budget, leak() raises an error
-carrying a private object, secret is a non-plain attribute.
+carrying a private object, secret is a non-plain attribute, targets(x) returns internal lists.
 """
 
 from dataclasses import dataclass
