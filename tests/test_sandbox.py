@@ -435,6 +435,10 @@ class KillingApi(FakeApi):
         self.worker._proc.wait()
         return True
 
+    def crash_soon(self) -> bool:
+        threading.Timer(0.2, os.kill, (self.worker._proc.pid, signal.SIGKILL)).start()
+        return True
+
     def interrupt_worker(self) -> bool:
         os.kill(self.worker._proc.pid, signal.SIGINT)
         time.sleep(0.05)
@@ -451,6 +455,15 @@ def test_a_crashed_worker_fails_only_its_own_run():
         assert result.stopped == "crashed" and "SIGKILL" in result.error
         canary = worker.run(CANARY, "act", FakeApi())
         assert (canary.returned, canary.error, worker.starts) == (True, None, 2)
+        busy = "def act(api):\n    api.crash_soon()\n" + LONG_C_CALL.split("\n", 1)[1]
+        result = worker.run(busy, "act", KillingApi(worker), time_limit=5.0)  # dies while the code runs
+        assert result.stopped == "crashed" and "SIGKILL" in result.error and worker.starts == 2
+        canary = worker.run(CANARY, "act", FakeApi())
+        assert (canary.returned, canary.error, worker.starts) == (True, None, 3)
+        os.kill(worker._proc.pid, signal.SIGKILL)  # dies between runs: the next run is not blamed
+        worker._proc.wait()
+        canary = worker.run(CANARY, "act", FakeApi())
+        assert (canary.returned, canary.error, worker.starts) == (True, None, 4)
     finally:
         worker.close()
 
