@@ -32,10 +32,9 @@ from multiprocessing.connection import Connection
 from time import perf_counter
 
 import sandbox
-from sandbox import FILENAME_PREFIX, MAX_DEPTH, MAX_LINES, MAX_LOG_CHARS, MEMORY_LIMIT_MB, STACK_MB, SandboxError
+from sandbox import FILENAME_PREFIX, MAX_CALL_CHARS, MAX_DEPTH, MAX_LINES, MAX_LOG_CHARS, MEMORY_LIMIT_MB, STACK_MB
 
 ADDRESS_SPACE_MB = 256  # address space the worker may map beyond its start-up size (code stack included)
-MAX_CALL_CHARS = 2_000  # an api call's arguments as JSON: names, counts and directions, never bulk data
 MAX_RESULT_ITEMS = 10_000  # items in a returned value (only `is True` matters to the env)
 MAX_ERROR_CHARS = 500  # an exception's message, as shown to the fast agent
 _CACHED_ACTIONS = 64  # compiled code actions kept per worker (a library holds a few dozen)
@@ -262,7 +261,7 @@ def _code_thread(jobs: queue.SimpleQueue, results: queue.SimpleQueue) -> threadi
 def serve(conn: Connection) -> None:
     """Answer "run" requests until the trainer closes the socket; model code runs in the code thread
     while this thread waits, watching for the trainer's death."""
-    functions: dict[tuple[str, str], Callable | SandboxError] = {}
+    functions: dict[tuple[str, str], Callable | sandbox.SandboxError] = {}
     jobs, results = queue.SimpleQueue(), queue.SimpleQueue()
     _code_thread(jobs, results)
     gc.freeze()  # start-up objects are never garbage: each run's gc.collect() skips them
@@ -282,10 +281,10 @@ def serve(conn: Connection) -> None:
                 functions.clear()
             try:
                 functions[source, entry] = sandbox.compile_action(source, entry)  # checks again, here
-            except SandboxError as e:
+            except sandbox.SandboxError as e:
                 functions[source, entry] = e
         fn = functions[source, entry]
-        if isinstance(fn, SandboxError):
+        if isinstance(fn, sandbox.SandboxError):
             done = [None, str(fn), fn.lineno, None, []]
         else:
             jobs.put((fn, _Run(conn, time_limit, baseline + MEMORY_LIMIT_MB), names))

@@ -499,3 +499,17 @@ def test_memory_kept_alive_by_a_stopped_call_is_freed(worker):
     starts = worker.starts
     outcomes = {_run(worker, source, time_limit=5.0).error.splitlines()[0] for _ in range(5)}
     assert outcomes == {"line 4: ValueError: ..."} and worker.starts == starts
+
+
+def test_the_trainer_acts_only_on_well_formed_messages_from_the_worker():
+    """Code that escaped in the worker could write anything on the socket: the trainer decodes JSON
+    only, calls public api methods only, and takes a result only in the expected shape."""
+    names = {"step"}
+    assert sandbox_host._is_call(["call", "step", [1], {"times": 2}], names)
+    for bad in (["call", "_act", [], {}], ["call", "secret", [], {}], ["call", "step", {}, {}],
+                ["call", "step", [], {"_budget": 1}], ["call", "step", []], {"call": "step"}):
+        assert not sandbox_host._is_call(bad, names), bad
+    assert sandbox_host._is_done(["done", True, None, None, None, ["log"], False])
+    for bad in (["done", True, 5, None, None, [], False], ["done", True, None, None, "pwned", [], False],
+                ["done", True, None, None, None, [1], False], ["done", True, None, None, None, [], 0]):
+        assert not sandbox_host._is_done(bad), bad
