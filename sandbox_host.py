@@ -30,13 +30,13 @@ from time import perf_counter
 import numpy as np
 
 import sandbox
-from sandbox import MAX_API_CALLS, MAX_LOG_CHARS, MAX_PLAIN_ITEMS, RunResult
+from sandbox import MAX_API_CALLS, MAX_CALL_CHARS, MAX_LOG_CHARS, MAX_PLAIN_ITEMS, RunResult
 
 KILL_AFTER_S = 0.5  # grace past the time limit before the worker is killed (its own budget stops loops)
 MAX_MESSAGE_BYTES = 1_000_000  # longest message the trainer reads from the worker
 MAX_ERROR_CHARS = 2_000
 _WORKER = str(Path(__file__).with_name("sandbox_worker.py"))
-_STOPS = {"step_budget", "episode_ended", "time_budget", "memory", "recursion", "api_calls"}
+_STOPS = {cls.reason for cls in sandbox.Interrupt.__subclasses__()}
 _ERRORS = {*sandbox.SAFE_EXCEPTIONS, "AttributeError"}
 
 
@@ -69,20 +69,20 @@ class Worker:
         start, api_time, calls = perf_counter(), 0.0, 0
         while True:
             left = start + api_time + time_limit + KILL_AFTER_S - perf_counter()
-            if left <= 0 or not self._poll.poll(left * 1e3):
-                if left <= 0:
-                    self.close()
-                    return RunResult(None, f"stopped: the code ran past its time budget of {time_limit} s "
-                                     "inside one operation (its worker process was killed)", None,
-                                     "time_budget", [])
+            if left <= 0:
+                self.close()
+                return RunResult(None, f"stopped: the code ran past its time budget of {time_limit} s inside "
+                                 "one operation (its worker process was killed)", None, "time_budget", [])
+            if not self._poll.poll(left * 1e3):
                 continue
             try:
-                message = json.loads(self._conn.recv_bytes(MAX_MESSAGE_BYTES))
+                data = self._conn.recv_bytes(MAX_MESSAGE_BYTES)
+                message = json.loads(data)
             except EOFError:
                 return self._failed()
             except (ValueError, RecursionError):  # not the JSON this protocol sends
                 return self._failed("sent a malformed message")
-            if _is_call(message, names):
+            if _is_call(message, names) and len(data) <= 6 * MAX_CALL_CHARS + 200:  # JSON escapes: 6 a char
                 called = perf_counter()
                 calls += 1
                 reply = (("stop", "api_calls", f"more than {MAX_API_CALLS} api calls (waiting for something?)")
