@@ -5,13 +5,15 @@ replaced whenever the code overruns its budget or crashes it.
     result = worker.run(source, "chop_tree", api, time_limit=1.0)
     worker.close()
 
-`run` sends the source to the worker (sandbox_worker.py, a fresh interpreter: no fork of a trainer
-that holds torch threads), then serves the code's api calls: each is one round trip, its arguments
-small JSON checked again here, the real api called in this process and its result sent back as
-plain data. The env never leaves the trainer. The wait is bounded from outside: once the code has
-run `time_limit + KILL_AFTER_S` seconds outside api calls (wall time, which bounds the worker's CPU
-time too: it runs one thread at a time), the worker is killed. A killed or crashed worker fails that
-one code action with a reason in RunResult.error; the next run starts a fresh worker.
+`run` sends the source to the worker (sandbox_worker.py, a fresh interpreter as multiprocessing's
+"spawn" makes one: no fork of a trainer that holds torch threads; started with subprocess because
+gymnasium's async vector-env workers are daemonic, and multiprocessing refuses them children; ~0.2 s,
+once per env, see bench/sandbox_proxy.py), then serves the code's api calls: each is one round trip,
+its arguments small JSON checked again here, the real api called in this process and its result sent
+back as plain data. The env never leaves the trainer. The wait is bounded from outside: once the code
+has run `time_limit + KILL_AFTER_S` seconds outside api calls (wall time, which bounds the worker's
+CPU time too: it runs one thread at a time), the worker is killed. A killed or crashed worker fails
+that one code action with a reason in RunResult.error; the next run starts a fresh worker.
 """
 
 import json
