@@ -27,6 +27,7 @@ import gymnasium as gym
 import numpy as np
 
 import sandbox
+import sandbox_host
 
 ACTIONS: list[str] = list(C.actions)  # Crafter's 17 primitive actions, index = action id
 ITEMS: list[str] = list(C.items)  # the 16 inventory entries, in observation order
@@ -432,16 +433,18 @@ class CodeAction:
 class CodeActions(gym.Wrapper):
     """Appends K code actions to the action space: action `n_base + k` runs code action k once.
 
-    The code runs through the sandbox against the primitive API for at most `max_macro_steps`
-    real environment steps. The transition reports `prim_steps` (k of the semi-MDP), whether the
-    code returned True, and any error; errors inside model code never reach the trainer. A code
-    action that takes no step at all is charged one noop, so time always moves on.
+    The code runs in this env's sandbox worker process (sandbox_host.Worker, started on the first
+    code action) against the primitive API for at most `max_macro_steps` real environment steps. The
+    transition reports `prim_steps` (k of the semi-MDP), whether the code returned True, and any
+    error; every failure of model code, a source that does not compile included, is a failed code
+    action in info["code_error"], never an exception in the trainer. A code action that takes no step
+    at all is charged one noop, so time always moves on.
     """
 
     def __init__(self, env: gym.Env, code_actions=(), max_macro_steps: int = 64, time_limit: float = 1.0):
         super().__init__(env)
         self.code_actions = list(code_actions)
-        self.functions = [sandbox.compile_action(a.source, a.function) for a in self.code_actions]
+        self.sandbox = sandbox_host.Worker()  # checks and compiles each action in the worker
         self.n_base = env.action_space.n
         self.action_space = gym.spaces.Discrete(self.n_base + len(self.code_actions))
         self.max_macro_steps, self.time_limit = max_macro_steps, time_limit
@@ -454,7 +457,8 @@ class CodeActions(gym.Wrapper):
             return obs, reward, terminated, truncated, info
         k = action - self.n_base
         api = self.env.unwrapped.make_api(self.max_macro_steps)
-        result = sandbox.run(self.functions[k], api, time_limit=self.time_limit)
+        code = self.code_actions[k]
+        result = self.sandbox.run(code.source, code.function, api, time_limit=self.time_limit)
         if api._steps == 0:  # an action that does nothing still costs one step (a noop)
             try:
                 api._act(ACTIONS.index("noop"))
@@ -465,6 +469,10 @@ class CodeActions(gym.Wrapper):
         info = dict(info, prim_steps=api._steps, code_action=k, code_ok=ok,
                     code_error=result.error or _stop_reason(result.stopped))
         return obs, api._reward, terminated, truncated, info
+
+    def close(self) -> None:
+        self.sandbox.close()
+        super().close()
 
 
 def _stop_reason(stopped: str | None) -> str:

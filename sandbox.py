@@ -1,27 +1,24 @@
-"""The sandbox for LLM-written code actions: an AST allowlist, restricted builtins and run budgets.
+"""The sandbox for LLM-written code actions: an AST allowlist, a guarded compile and restricted builtins.
 
 A code action is source text defining one entry function `def <entry>(api):` (plus small helper
 functions) that drives the environment through the primitive API and returns True on success. The
 text is untrusted, so it passes three layers:
 
-1. `check` walks an allowlist of syntax: no imports, no `_` names, no dunder or frame attributes, no
-   introspection builtins, no classes, `global`, `with` or `finally`, and `except` may only name the
-   builtin Exception subclasses, so a stop (an `Interrupt`, a BaseException) can never be swallowed.
+1. `check` walks an allowlist of syntax (no imports, no `_` names, no dunder or frame attributes, no
+   introspection builtins, no classes, `global`, `with` or `finally`; `except` may only name the
+   builtin Exception subclasses, so a stop, an `Interrupt`, can never be swallowed) and compiles the
+   code, so a compiler error (`continue` outside a loop, a repeated keyword) is a SandboxError too.
 2. `compile_action` rewrites the operations that can blow up inside one C call (`*`, `**`, `<<`, `+`,
    `-`, `%`, `str.join`/`replace`, f-string fields) into size-checked helpers and runs the module with
    restricted builtins (`range`, `str`, `int`, `zip`, ... wrapped to refuse huge inputs or results).
-3. `run` calls the entry function with a read-only proxy of the api under `sys.settrace`: a time
-   and a line budget for the model's own code (the clock stops inside api calls, which are capped
-   in number instead), a depth limit for recursion and a memory limit, in a thread of its own with a
-   large C stack; print() goes to `RunResult.log`.
+3. The code runs only in a worker process (sandbox_worker.py) under a time, line, depth and memory
+   budget, driven by the trainer through sandbox_host.py, which kills and replaces the worker when a
+   single C call overruns the budget or the worker dies: what the checks cannot see cannot reach the
+   trainer.
 
-    fn = compile_action(source, "chop_tree")   # raises SandboxError(message, lineno)
-    result = run(fn, api, time_limit=1.0)       # never raises for anything the code does
-
-Not bounded: a single builtin C call over containers the code already built runs to its end before
-the next line check. Sizes are capped (MAX_LEN, MAX_INT, the memory limit), but their product is not:
-`b in [a] * 10**6`, with `a` and `b` distinct equal strings of 10**6 characters, compares for minutes.
-That costs time, not memory; the budgets cannot cut it short.
+    sandbox.check(source, "chop_tree")              # raises SandboxError(message, lineno)
+    worker = sandbox_host.Worker()                   # one per env; the process starts on first use
+    result = worker.run(source, "chop_tree", api)   # a RunResult; never raises for the code's doing
 """
 
 import ast
@@ -30,15 +27,9 @@ import itertools
 import linecache
 import operator
 import re
-import resource
-import sys
 import threading
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from time import perf_counter
-
-import numpy as np
 
 MAX_SOURCE_CHARS = 20_000  # a code action is a short function, not a program
 MAX_LEN = 1_000_000  # longest str/list/tuple/range one operation may build, or a builtin may consume
@@ -55,6 +46,7 @@ STACK_MB = 256
 MAX_LOG_CHARS = 10_000  # print() output kept per run
 MAX_PLAIN_ITEMS = 100_000  # items in one value crossing the api boundary
 MAX_API_CALLS = 10_000  # api calls per run: they are off the clock, so `while api.view(): pass` needs a cap
+MAX_CALL_CHARS = 2_000  # an api call's arguments (names, counts, directions): never bulk data
 FILENAME_PREFIX = "<llm:"  # code objects compiled from model source; only these are traced
 
 
@@ -127,8 +119,8 @@ _MAX_FSTRING_FIELDS = 20
 
 def check(source: str, entry: str) -> None:
     """Raise SandboxError(message, lineno) unless `source` is one `def entry(api):` plus small helpers
-    written in the allowed subset of Python."""
-    _parse(source, entry)
+    written in the allowed subset of Python that compiles."""
+    _compile(_parse(source, entry), "<check>")
 
 
 def _parse(source: str, entry: str) -> ast.Module:
@@ -297,10 +289,10 @@ def _text_size(value: object, limit: int) -> int:
         x = next(stack[-1], stack)  # the stack itself marks an exhausted iterator
         if x is stack:
             stack.pop()
-        elif isinstance(x, str):
-            total += len(x) + 2
-        elif isinstance(x, list | tuple | set | frozenset | dict):
-            total += 2 + 2 * len(x)
+        elif isinstance(x, str):  # repr() and ascii() write a character as up to 10 ("\U0001f600")
+            total += len(x) * (1 if x.isascii() and x.isprintable() else 10) + 2
+        elif isinstance(x, list | tuple | set | frozenset | dict | _DictViews):
+            total += 20 + 2 * len(x)
             stack.append(iter(x.items() if isinstance(x, dict) else x))
         elif isinstance(x, BaseException):
             total += 40
@@ -308,6 +300,9 @@ def _text_size(value: object, limit: int) -> int:
         else:
             total += x.bit_length() // 3 + 2 if isinstance(x, int) else 100
     return total
+
+
+_DictViews = type({}.keys()) | type({}.values()) | type({}.items())
 
 
 def _text(value: object) -> object:
@@ -359,9 +354,16 @@ def _enumerate(iterable, start=0):
     return enumerate(_consumable(iterable, "enumerate() argument"), _small(start))
 
 
-def _print(*args: object, sep: str = " ", end: str = "\n") -> None:
-    _text((args, sep, end))
-    _current().write(str(sep).join(str(a) for a in args) + str(end))
+def _print(*args: object, sep: str | None = " ", end: str | None = "\n") -> None:
+    """print() into the run's bounded log, piece by piece: `print(*parts, sep=big)` never joins."""
+    sep, end = " " if sep is None else sep, "\n" if end is None else end
+    if not isinstance(sep, str) or not isinstance(end, str):
+        raise TypeError("print() sep and end must be None or strings")
+    log = _current()
+    for i, arg in enumerate(args):
+        if not log.write(_str(arg)) or (i + 1 < len(args) and not log.write(sep)):
+            return  # the log is full
+    log.write(end)
 
 
 def _isinstance(obj: object, kinds) -> bool:
@@ -428,245 +430,57 @@ def _call(helper: str, where: ast.AST, *args: ast.expr) -> ast.Call:
 _compiled = itertools.count()
 
 
+def _compile(tree: ast.Module, filename: str) -> object:
+    try:
+        return compile(tree, filename, "exec")
+    except SyntaxError as e:
+        raise SandboxError(f"SyntaxError: {e.msg}", e.lineno) from None
+    except (ValueError, RecursionError, MemoryError) as e:
+        raise SandboxError(f"the code cannot be compiled: {e}") from None
+
+
 def compile_action(source: str, entry: str) -> Callable:
     """Check, guard and compile `source`; return its entry function. Call it only through `run`."""
     tree = _parse(source, entry)
+    _compile(tree, "<check>")  # the compiler's own errors, reported on the model's unguarded code
     filename = f"{FILENAME_PREFIX}{entry}#{next(_compiled)}>"
     try:
-        code = compile(ast.fix_missing_locations(_Guard().visit(tree)), filename, "exec")
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
-        raise SandboxError(f"the code cannot be compiled: {e}", getattr(e, "lineno", None)) from None
+        guarded = ast.fix_missing_locations(_Guard().visit(tree))
+    except RecursionError:
+        raise SandboxError("the code is nested too deeply") from None
+    code = _compile(guarded, filename)
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)  # for error lines
     namespace = {"__builtins__": dict(_BUILTINS), **_HELPERS}
     exec(code, namespace)  # only defines functions: the checker allows nothing else at the top level
     return namespace[entry]
 
 
+
 # ----------------------------------------------------------------------------------------------
-# run: budgets, the api proxy and results
+# What a run reports, and the hook through which print() reaches the running code's log
 
 
 @dataclass
 class RunResult:
-    """What one call of a code action did; `error` and `lineno` are written for the fast agent's retry."""
+    """What one call of a code action did; `error` and `lineno` are written for the fast agent's retry.
+    Made inside the worker process, from small plain values only."""
 
-    returned: object  # what the function returned, as plain data (None if it did not return)
+    returned: object  # what the function returned, as JSON-like plain data (tuples become lists;
+    # None if it did not return)
     error: str | None  # "line 3: ZeroDivisionError: division by zero\n    x = 1 / 0"; also set for
-    # the sandbox's own stops (time or lines, memory, recursion, api calls), which are the code's fault
+    # the sandbox's own stops (time or lines, memory, recursion, api calls, a killed worker), which
+    # are the code's fault
     lineno: int | None  # line in the model's code where it failed or was stopped
-    stopped: str | None  # None or an Interrupt's reason: "step_budget", "episode_ended", "time_budget", ...
+    stopped: str | None  # None or a reason: "step_budget", "episode_ended", "time_budget", "crashed", ...
     log: list[str] = field(default_factory=list)  # captured print() lines, at most MAX_LOG_CHARS
 
 
-_PAGE_MB = resource.getpagesize() / 2**20
-_local = threading.local()  # the run whose model code this thread executes
+_local = threading.local()  # .run: the run whose model code this thread executes (sandbox_worker.run)
 
 
-def _rss_mb() -> float:
-    """Resident memory of this process: current on Linux, else the peak (the best the OS offers cheaply)."""
-    try:
-        with open("/proc/self/statm", "rb") as f:
-            return int(f.read().split()[1]) * _PAGE_MB
-    except OSError:
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        return peak / (2**20 if sys.platform == "darwin" else 2**10)
-
-
-def _current() -> "_Run":
+def _current():
+    """The running code's log: an object with write(text) -> bool (False once it is full)."""
     state = getattr(_local, "run", None)
     if state is None:
-        raise RuntimeError("code actions must be called through sandbox.run")
+        raise RuntimeError("code actions must be called through sandbox_worker.run")
     return state
-
-
-class _Run:
-    """The budgets and captured output of one call of a code action."""
-
-    def __init__(self, time_limit: float):
-        self.time_limit, self.deadline = time_limit, perf_counter() + time_limit
-        self.memory_ceiling, self.next_memory_check = _rss_mb() + MEMORY_LIMIT_MB, 0.0
-        self.depth, self.lines, self.api_calls, self.output, self.output_chars = 0, 0, 0, [], 0
-        self.outer_trace = None  # the tracer the worker thread started with (threading.settrace's)
-
-    def trace_call(self, frame, event, arg):
-        """Global tracer: only frames compiled from model source get line events (and a depth count)."""
-        if not frame.f_code.co_filename.startswith(FILENAME_PREFIX):
-            return None
-        self.depth += 1
-        return self.trace_line
-
-    def trace_line(self, frame, event, arg):
-        if event == "line":
-            self.lines += 1
-            if self.lines > MAX_LINES:
-                raise TimeBudgetExceeded(f"the code ran more than {MAX_LINES} lines (an endless loop?)")
-            if self.depth > MAX_DEPTH:  # checked here, not at "call", to report the recursive call's line
-                raise RecursionBudgetExceeded(f"more than {MAX_DEPTH} nested calls")
-            now = perf_counter()
-            if now > self.deadline:
-                raise TimeBudgetExceeded(f"the code ran for over {self.time_limit} s outside api calls "
-                                         "(an endless loop?)")
-            if now > self.next_memory_check:  # reading /proc costs ~15 us: once per ms is ~1% overhead
-                self.next_memory_check = now + 1e-3
-                if _rss_mb() > self.memory_ceiling:
-                    raise MemoryBudgetExceeded(f"the code used more than {MEMORY_LIMIT_MB} MB of memory")
-        elif event == "return":
-            self.depth -= 1
-        return self.trace_line
-
-    def call_api(self, method: Callable, args: tuple, kwargs: dict) -> object:
-        """One api call: plain data in and out; inside, the budget clock stops and our tracer is off
-        (a coverage tool's, if any, is back), so env code runs at full speed."""
-        self.api_calls += 1
-        if self.api_calls > MAX_API_CALLS:
-            raise ApiCallBudgetExceeded(f"more than {MAX_API_CALLS} api calls (waiting for something?)")
-        sys.settrace(self.outer_trace)  # also spares _plain the tracer's per-call overhead
-        try:
-            args, kwargs = _plain(args) if args else (), _plain(kwargs) if kwargs else {}
-            start = perf_counter()
-            try:
-                value = method(*args, **kwargs)
-            except Exception as e:
-                raise _scrubbed(e) from None
-            finally:
-                self.deadline += perf_counter() - start
-            return _plain(value)
-        finally:
-            sys.settrace(self.trace_call)
-
-    def write(self, text: str) -> None:
-        room = MAX_LOG_CHARS - self.output_chars
-        if room > 0:
-            self.output.append(text[:room] + (" ...[output truncated]" if len(text) > room else ""))
-            self.output_chars += len(text)
-
-
-class _ApiProxy:
-    """What the model's code sees as `api`: the public names of the real api, read-only, and calls
-    that take and return plain data only (no env objects can leak in either direction)."""
-
-    def __init__(self, api: object, state: _Run):
-        object.__setattr__(self, "_api", api)
-        object.__setattr__(self, "_run", state)
-
-    def __getattr__(self, name: str) -> object:
-        if name.startswith("_"):
-            raise AttributeError(f"the api has no public attribute {name!r}")
-        try:
-            value = getattr(self._api, name)
-        except Exception as e:
-            raise _scrubbed(e) from None
-        if not callable(value):
-            return _plain(value)
-        state = self._run
-        method = lambda *args, **kwargs: state.call_api(value, args, kwargs)  # noqa: E731
-        object.__setattr__(self, name, method)  # cached: the next lookup skips __getattr__
-        return method
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError("the api is read-only")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError("the api is read-only")
-
-    def __repr__(self) -> str:
-        return "<api>"
-
-
-_SCALARS = frozenset({type(None), bool, int, float, str})
-
-
-def _scrubbed(error: Exception) -> Exception:
-    """The api's exception rebuilt from its message: its args (or an AttributeError's .obj) could
-    hold env objects. Types the model may not know become RuntimeError."""
-    message = _str(error)[:500]
-    if type(error) in (*SAFE_EXCEPTIONS.values(), AttributeError):
-        return type(error)(message)
-    return RuntimeError(f"{type(error).__name__}: {message}")
-
-
-def _plain(value: object) -> object:
-    """A copy of `value` made of None, bool, int, float, str, list, tuple and dict only."""
-    kind = type(value)
-    if kind in _SCALARS:
-        return value
-    if kind in (tuple, list) and len(value) < 16 and all(type(v) in _SCALARS for v in value):
-        return kind(value)  # the common small case (args, positions), without the walk below
-    count = 0
-
-    def copy(x, depth):
-        nonlocal count
-        count += 1
-        if count > MAX_PLAIN_ITEMS or depth > 32:
-            raise ValueError("value too large or too deeply nested to pass the api boundary")
-        if type(x) in _SCALARS:
-            return x
-        if type(x) in (list, tuple):
-            return type(x)(copy(v, depth + 1) for v in x)
-        if type(x) is dict:
-            return {copy(k, depth + 1): copy(v, depth + 1) for k, v in x.items()}
-        if isinstance(x, np.ndarray | np.generic) and x.size <= MAX_PLAIN_ITEMS:
-            return copy(x.tolist(), depth)
-        for kind in (bool, int, float, str):  # enums and other subclasses become the plain type
-            if isinstance(x, kind):
-                return kind(x)
-        raise TypeError(f"only plain data may pass the api boundary, not {type(x).__name__}")
-
-    return copy(value, 0)
-
-
-def _model_line(tb) -> tuple[int | None, str]:
-    """The innermost line of the traceback that is in the model's code, and that line's text."""
-    lineno, text = None, ""
-    for frame, line in traceback.walk_tb(tb):
-        if frame.f_code.co_filename.startswith(FILENAME_PREFIX):
-            lineno, text = line, linecache.getline(frame.f_code.co_filename, line).strip()
-    return lineno, text
-
-
-def run(fn: Callable, api: object, *, time_limit: float = 1.0) -> RunResult:
-    """Call `fn(api)` under the budgets; never raises for anything the model's code does.
-
-    The code runs in a short-lived thread of its own, which the caller waits for: it has a large C
-    stack (see STACK_MB), its own tracer, and its own sys.exc_info() (CPython 3.11 can leave a handled
-    exception behind when a trace function raises inside an `except` block)."""
-    state, outcome = _Run(time_limit), {}
-
-    def work() -> None:
-        _local.run, state.outer_trace = state, sys.gettrace()
-        sys.settrace(state.trace_call)
-        try:
-            outcome["value"] = fn(_ApiProxy(api, state))
-        except BaseException as e:  # noqa: BLE001 - handed over to the calling thread below
-            outcome["raised"] = e
-        finally:
-            sys.settrace(None)
-
-    previous = threading.stack_size(STACK_MB * 2**20)
-    try:
-        worker = threading.Thread(target=work, name="sandbox", daemon=True)
-        worker.start()
-    finally:
-        threading.stack_size(previous)
-    worker.join()
-    result = RunResult(None, None, None, None, "".join(state.output).splitlines())
-    raised = outcome.get("raised")
-    if raised is None:
-        try:
-            result.returned = _plain(outcome["value"])
-        except (TypeError, ValueError) as e:
-            result.error = f"{type(e).__name__}: the code action returned it: {e}"
-    elif isinstance(raised, Interrupt):
-        result.stopped = raised.reason
-        result.lineno, text = _model_line(raised.__traceback__)
-        if not isinstance(raised, StepBudgetExceeded | EpisodeEnded):  # the sandbox's stops are errors
-            where = f"line {result.lineno}: " if result.lineno else ""
-            result.error = f"{where}stopped: {raised}" + (f"\n    {text}" if text else "")
-    elif isinstance(raised, Exception):  # whatever the model's code raised
-        result.lineno, text = _model_line(raised.__traceback__)
-        shown = _str(raised)[:500] if _text_size(raised, 10_000) <= 10_000 else "..."
-        message = f"{type(raised).__name__}: {shown}"
-        result.error = f"line {result.lineno}: {message}\n    {text}" if result.lineno else message
-    else:
-        raise raised
-    return result

@@ -210,9 +210,9 @@ def validate(args: Args, parser: argparse.ArgumentParser) -> None:
             parser.error(f"--run-name {args.run_name}: that is the skill library's directory; pick another")
         # checked, not created: a run stopped by a later check leaves nothing behind
         existing = next(p for p in (skills_dir, *skills_dir.parents) if p.exists())
-        problem = None if existing.is_dir() and os.access(existing, os.W_OK) else f"{existing} is not a writable directory"
-        if problem:
-            parser.error(f"--skills {skills_dir}: cannot use it as the skill library directory ({problem})")
+        if not (existing.is_dir() and os.access(existing, os.W_OK)):
+            parser.error(f"--skills {skills_dir}: cannot use it as the skill library directory "
+                         f"({existing} is not a writable directory)")
     if args.device not in ("auto", "cpu", "cuda"):
         parser.error(f"--device must be auto, cpu or cuda, not {args.device!r}")
     if args.device == "cuda" and not torch.cuda.is_available():

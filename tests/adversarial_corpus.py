@@ -1,13 +1,14 @@
-"""Adversarial code actions for the sandbox: each must be rejected by `sandbox.check` or stopped by
-`sandbox.run` within 2 s, leaving the test process unharmed (see tests/test_sandbox.py).
+"""Adversarial code actions for the sandbox: each must be rejected by `sandbox.check` or stopped in the
+sandbox's worker process within its budget, leaving the test process unharmed (see tests/test_sandbox.py).
 
 Every snippet defines `act(api)`. `expect` names the outcomes that count as caught: "check" (rejected
-by the checker), "error" (the code got an exception it could not escape), or a stop reason such as
-"time_budget", "memory", "recursion", "api_calls" or "step_budget". A snippet that returns normally is a hole.
-Memory snippets may hit the time budget first on a slow machine; test_sandbox.py checks the memory
-stop itself with a lower limit.
+by the checker, compiler errors included), "error" (the code got an exception it could not escape), or
+a stop reason: "time_budget" (stopped by the line/time budget, or the worker killed after a C call
+overran it), "memory", "recursion", "api_calls", "step_budget", "episode_ended". A snippet that returns
+normally is a hole. Memory snippets may hit the time budget first on a slow machine; test_sandbox.py
+checks the memory stop itself.
 The api is tests/test_sandbox.py's FakeApi: step() spends a 5-step budget, leak() raises an error
-carrying a private object, secret is a non-plain attribute.
+carrying a private object, secret is a non-plain attribute, targets(x) returns internal lists.
 """
 
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ def _case(name: str, body: str, *expect: str) -> Case:
 
 
 CHECK = "check"
-CORPUS = [
+CORPUS: list[Case] = [
     # --- imports and the builtins module
     _case("import", "import os\nos.system('true')", CHECK),
     _case("import_from", "from os import system\nsystem('true')", CHECK),
@@ -159,7 +160,7 @@ CORPUS = [
             return f()
     """, "recursion"),
     _case("lambda_recursion", "f = lambda n: f(n + 1)\nreturn f(0)", "recursion"),
-    _case("busy_wait_on_api", "while api.grid() is not None:\n    pass", "api_calls"),
+    _case("busy_wait_on_api", "while api.grid() is not None:\n    pass", "api_calls", "time_budget"),
     _case("swallow_api_errors_forever", """
         while True:
             try:
@@ -203,4 +204,82 @@ CORPUS = [
     """, "error"),
     _case("return_callable", "return api.step", "error"),
     _case("return_generator", "return (api.step() for _ in range(10))", "error"),
+]
+
+# The trainer's own safety, beyond the checks: each of these hurt the training process when code ran
+# in it (issue 18). Now they run in a worker process that is killed when a single C call overruns.
+_DEEP = "x = []\nfor _ in range(20000):\n    x = [x]\n"  # nested deeper than any recursive repr allows
+_COLUMNS = "\n".join(f"c{j} = ([-1] * {2 ** j} + [-2] * {2 ** j}) * {2 ** (15 - j)}" for j in range(16))
+_COLLIDING = _COLUMNS + "\nkeys = list(zip(" + ", ".join(f"c{j}" for j in range(16)) + "))\n"  # hash(-1) == hash(-2)
+_CHAIN = "x = [1]\nfor _ in range(5000):\n    x = " + "enumerate(" * 8 + "x" + ")" * 8 + "\n"  # 40k levels
+CORPUS += [
+    # --- deep recursion in results and exception arguments (formatted in the worker, not the trainer)
+    _case("deep_list_result", _DEEP + "return x", "error"),
+    _case("deep_dict_result", "x = {}\nfor _ in range(20000):\n    x = {'a': x}\nreturn x", "error"),
+    _case("deep_exception_arg", _DEEP + "raise ValueError(x)", "error"),
+    _case("deep_tuple_exception_arg", "x = ()\nfor _ in range(20000):\n    x = (x, 1)\nraise KeyError(x)", "error"),
+    _case("deep_list_str", _DEEP + "return str(x)", "error"),
+    _case("deep_list_fstring_repr", _DEEP + "return f'{x!r}'", "error"),
+    # --- print with a huge separator or end
+    _case("print_huge_sep", "a = ['x'] * 1000000\nwhile True:\n    print(*a, sep='y' * 1000000)", "time_budget"),
+    _case("print_huge_end", "while True:\n    print('x', end='y' * 1000000)", "time_budget"),
+    # --- str/repr/f-strings of dict views and of containers whose elements expand
+    _case("str_of_dict_values", "d = dict.fromkeys(range(1000000), 'a' * 1000000)\nreturn len(str(d.values()))",
+          "error"),
+    _case("fstring_of_dict_items", "d = dict.fromkeys(range(100000), 'a' * 1000)\nreturn len(f'{d.items()}')",
+          "error"),
+    _case("fstring_ascii_astral", "s = '\\U0001f600' * 900000\nreturn len(f'{s!a}')", "error"),
+    _case("fstring_repr_control_chars", "s = '\\x00' * 900000\nreturn len(f'{[s, s]}')", "error"),
+    _case("str_of_list_of_astral", "return len(str(['\\U0001f600' * 500000] * 2))", "error"),
+    # --- exceptions whose arguments would be formatted by whoever reports them
+    _case("exception_huge_args", "raise ValueError(['a' * 1000000] * 1000)", "error"),
+    _case("exception_args_dict_view", "raise ValueError(dict.fromkeys(range(100000), 'a' * 1000).values())",
+          "error"),
+    # --- huge arguments to primitive api calls (bounded at the proxy, before the trainer sees them)
+    _case("api_huge_string_arg", "return api.targets('x' * 1000000)", "error"),
+    _case("api_huge_list_arg", "return api.targets([0] * 1000000)", "error"),
+    _case("api_deep_arg", _DEEP + "return api.targets(x)", "error"),
+    _case("api_object_arg", "return api.targets(api)", "error"),
+    _case("api_private_kwarg", "return api.targets(**{'_budget': 1})", "error"),
+    # --- self-extending lists and several large displays in one line
+    _case("self_extending_list", "x = [0]\nwhile True:\n    x.extend(x)", "memory", "time_budget"),
+    _case("self_extending_for", "x = [0]\nfor v in x:\n    x.append(v)", "time_budget", "memory"),
+    _case("self_iadd", "x = [0]\nwhile True:\n    x += x", "error"),
+    _case("many_big_displays", "return len([" + ", ".join(["[0] * 999999"] * 60) + "])", "memory",
+          "time_budget"),
+    _case("many_big_strings", "return len((" + ", ".join(f"'{c}' * 999999" for c in "abcdefgh" * 80) + "))",
+          "memory", "time_budget"),
+    # --- key functions that build big objects; sorted/min/max with a key over large inputs
+    _case("sorted_key_big_lists", "return sorted(range(1000), key=lambda i: [i] * 999999)[0]",
+          "memory", "time_budget"),
+    _case("max_key_big_strings", "return max(range(100000), key=lambda i: 'a' * 999999)", "time_budget"),
+    _case("sorted_builtin_key_loop", "x = list(range(999999))\nwhile True:\n    x = sorted(x, key=str)",
+          "time_budget"),
+    _case("min_builtin_key_loop", "while True:\n    min(range(999999), key=abs)", "time_budget"),
+    _case("max_equal_big_strings", "a = 'a' * 999999\nb = 'a' * 999999\nreturn max([a, b] * 499999)",
+          "time_budget"),
+    # --- huge int and float arithmetic
+    _case("int_square_past_limit", "x = 2 ** 60\nreturn x * x", "error"),
+    _case("int_from_long_digits", "return int('9' * 4000) % 7", "error"),
+    _case("float_overflow", "return 10.0 ** 400", "error"),
+    # --- hash collisions: 2**16 distinct tuples of -1/-2 share one hash (quadratic work in one C call)
+    _case("colliding_tuple_set", _COLLIDING + "return len(set(keys))", "time_budget"),
+    _case("colliding_tuple_dict", _COLLIDING + "return len(dict.fromkeys(keys))", "time_budget"),
+    # --- long chains of iterator objects, freed when the call ends
+    _case("iterator_chain_returned", _CHAIN + "return x", "error"),
+    _case("iterator_chain_consumed", _CHAIN + "return list(x)", "error"),
+    _case("iterator_chain_abandoned", _CHAIN + "while True:\n    pass", "time_budget"),
+    # --- reference cycles holding big objects past the end of a stopped call
+    _case("cycle_through_exception", """
+        x = [[0] * 999999 for _ in range(10)]
+        x.append(x)
+        raise ValueError(x)
+    """, "error"),
+    # --- compiler errors: rejected by the check, with a line number, never raised later
+    _case("continue_outside_loop", "x = 1\ncontinue", CHECK),
+    _case("break_outside_loop", "if True:\n    break", CHECK),
+    _case("repeated_keyword", "return dict(a=1, a=2)", CHECK),
+    _case("repeated_argument", "def h(a, a):\n    return a\ndef act(api):\n    return h(1, 2)\n", CHECK),
+    _case("two_starred_targets", "a, *b, *c = [1, 2, 3]\nreturn a", CHECK),
+    _case("lone_starred_target", "*a = [1, 2]\nreturn a", CHECK),
 ]

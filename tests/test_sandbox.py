@@ -1,10 +1,13 @@
-"""Tests for sandbox.py: the adversarial corpus is caught, legitimate code still runs, errors point at
-the model's own lines, api stops cannot be swallowed, and time inside api calls is free.
+"""Tests for the sandbox (sandbox.py, sandbox_worker.py, sandbox_host.py): the adversarial corpus is
+caught without harm to this process, legitimate code still runs, errors point at the model's own lines,
+api stops cannot be swallowed, time inside api calls is free, and a worker that overruns or dies is
+replaced while the trainer carries on.
 
     python -m pytest -q tests/test_sandbox.py
 """
 
 import builtins
+import os
 import signal
 import sys
 import threading
@@ -14,7 +17,10 @@ from textwrap import dedent
 import numpy as np
 import pytest
 
+import env as E
 import sandbox
+import sandbox_host
+import sandbox_worker
 from sandbox import SandboxError
 from tests.adversarial_corpus import CORPUS
 
@@ -87,52 +93,64 @@ def act(api):
 """
 
 
-def _run(source: str, api: object | None = None, entry: str = "act", **kwargs) -> sandbox.RunResult:
-    return sandbox.run(sandbox.compile_action(dedent(source).lstrip("\n"), entry), api or FakeApi(), **kwargs)
-
-
 @pytest.fixture(scope="module")
-def process_state():
-    """What an escaped snippet could damage, snapshotted once the sandbox is warm."""
-    _run(CANARY)
-    return dict(vars(builtins)), set(sys.modules), dict(sandbox._BUILTINS), sys.gettrace()
+def worker():
+    """One worker for the file, as an env has one: each test also shows that it survived the last."""
+    w = sandbox_host.Worker()
+    yield w
+    w.close()
+
+
+def _run(worker: sandbox_host.Worker, source: str, api: object | None = None, entry: str = "act",
+         **kwargs) -> sandbox.RunResult:
+    return worker.run(dedent(source).lstrip("\n"), entry, api or FakeApi(), **kwargs)
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 def test_corpus_is_big_enough():
-    assert len(CORPUS) >= 40
+    assert len(CORPUS) >= 130
     assert len({case.name for case in CORPUS}) == len(CORPUS)
     assert sum(case.expect == ("check",) for case in CORPUS) >= 20
     assert sum(case.expect != ("check",) for case in CORPUS) >= 20
 
 
-@pytest.mark.parametrize("case", CORPUS, ids=[case.name for case in CORPUS])
-def test_adversarial_snippet_is_caught(case, process_state):
-    start = time.perf_counter()
-    try:
-        fn = sandbox.compile_action(case.source, "act")
-    except SandboxError as e:
-        outcome, log = "check", []
-        assert e.lineno is None or 1 <= e.lineno <= case.source.count("\n")
-    else:
-        result = sandbox.run(fn, FakeApi())
-        outcome = result.stopped or ("error" if result.error else f"returned {result.returned!r}")
-        log = result.log
-    assert outcome in case.expect
-    assert time.perf_counter() - start < 2.0
-    assert sum(len(line) for line in log) <= sandbox.MAX_LOG_CHARS + 100
-    # the process is unharmed: builtins, modules, the sandbox's own tables, the tracer, and a canary
-    builtins_before, modules_before, sandbox_builtins, trace = process_state
-    assert dict(vars(builtins)) == builtins_before
-    assert set(sys.modules) == modules_before
-    assert sandbox._BUILTINS == sandbox_builtins
-    assert sys.gettrace() is trace
-    assert sys.exc_info() == (None, None, None)  # no handled exception (and its frames) left behind
-    canary = _run(CANARY)
+def test_adversarial_corpus_is_contained(worker):
+    """Every snippet goes the fast loop's way (check here, then a run in the worker) and gets its
+    expected outcome within its budget; this process is unharmed and its memory does not grow."""
+    _run(worker, CANARY)
+    builtins_before, modules_before, trace = dict(vars(builtins)), set(sys.modules), sys.gettrace()
+    rss_before, wrong = _rss_mb(), []
+    budget = 1.0 + sandbox_host.KILL_AFTER_S + 1.0  # the time limit, the kill's grace, a restart
+    for case in CORPUS:
+        signal.setitimer(signal.ITIMER_REAL, 20)  # hang_guard's 20 s, per snippet
+        start = time.perf_counter()
+        try:
+            sandbox.check(case.source, "act")
+        except SandboxError as e:
+            outcome, log = "check", []
+            assert e.lineno is None or 1 <= e.lineno <= case.source.count("\n"), case.name
+        else:
+            result = worker.run(case.source, "act", FakeApi())
+            outcome = result.stopped or ("error" if result.error else f"returned {result.returned!r}")
+            log = result.log
+        took = time.perf_counter() - start
+        if outcome not in case.expect or took > budget:
+            wrong.append(f"{case.name}: {outcome} in {took:.1f} s, expected {case.expect}")
+        assert sum(len(line) for line in log) <= sandbox.MAX_LOG_CHARS + 100
+        assert dict(vars(builtins)) == builtins_before and set(sys.modules) == modules_before
+        assert sys.gettrace() is trace and sys.exc_info() == (None, None, None)
+    assert not wrong, "\n".join(wrong)
+    assert _rss_mb() - rss_before < 200
+    canary = _run(worker, CANARY)
     assert (canary.returned, canary.error, canary.stopped) == (True, None, None)
 
 
-def test_legitimate_code_runs():
-    result = _run('''
+def test_legitimate_code_runs(worker):
+    result = _run(worker, '''
         """Walks a few steps, with helpers, loops, comprehensions and handled errors."""
 
 
@@ -161,8 +179,8 @@ def test_legitimate_code_runs():
                           "a-b 12 3.00 True [[0, 1, 2], [3, 4, 5]]"]
 
 
-def test_runtime_error_reports_the_models_line_and_text():
-    result = _run("""
+def test_runtime_error_reports_the_models_line_and_text(worker):
+    result = _run(worker, """
         def act(api):
             a = 1
             x = a / 0
@@ -174,8 +192,8 @@ def test_runtime_error_reports_the_models_line_and_text():
     assert result.stopped is None
 
 
-def test_error_in_helper_reports_the_helper_line():
-    result = _run("""
+def test_error_in_helper_reports_the_helper_line(worker):
+    result = _run(worker, """
         def pick(cells):
             return cells[10]
 
@@ -195,9 +213,9 @@ def test_check_rejects_with_the_models_line():
         sandbox.check("def act(api):\n    return (\n", "act")
 
 
-def test_step_budget_in_api_cannot_be_swallowed():
+def test_step_budget_in_api_cannot_be_swallowed(worker):
     api = FakeApi(budget=3)
-    result = _run("""
+    result = _run(worker, """
         def act(api):
             while True:
                 try:
@@ -214,10 +232,10 @@ def test_interrupts_are_not_exceptions():
         assert issubclass(stop, sandbox.Interrupt) and not issubclass(stop, Exception)
 
 
-def test_time_inside_api_calls_is_not_counted():
+def test_time_inside_api_calls_is_not_counted(worker):
     api = FakeApi(sleep=0.15)
     start = time.perf_counter()
-    result = _run("""
+    result = _run(worker, """
         def act(api):
             for _ in range(4):
                 api.slow()
@@ -228,9 +246,9 @@ def test_time_inside_api_calls_is_not_counted():
     assert api.traces == [None] * 4  # the sandbox's tracer is off inside api code
 
 
-def test_time_budget_still_applies_after_api_calls():
+def test_time_budget_still_applies_after_api_calls(worker):
     start = time.perf_counter()
-    result = _run("""
+    result = _run(worker, """
         def act(api):
             api.slow()
             while True:
@@ -240,14 +258,14 @@ def test_time_budget_still_applies_after_api_calls():
     assert 0.45 < time.perf_counter() - start < 1.5
 
 
-def test_line_budget_stops_fast_endless_loops():
+def test_line_budget_stops_fast_endless_loops(worker):
     start = time.perf_counter()
-    result = _run("def act(api):\n    while True:\n        pass\n", time_limit=10.0)
+    result = _run(worker, "def act(api):\n    while True:\n        pass\n", time_limit=10.0)
     assert result.stopped == "time_budget" and f"{sandbox.MAX_LINES} lines" in result.error
     assert time.perf_counter() - start < 2.0
 
 
-def test_outer_tracer_is_kept_and_used_inside_api_calls():
+def test_outer_tracer_is_kept_and_used_inside_api_calls(worker):
     """A coverage tool's tracer (set for new threads too) still sees env code run by code actions."""
     def outer(frame, event, arg):
         return None
@@ -256,7 +274,7 @@ def test_outer_tracer_is_kept_and_used_inside_api_calls():
     sys.settrace(outer)
     threading.settrace(outer)
     try:
-        result = _run("def act(api):\n    return api.slow()\n", api)
+        result = _run(worker, "def act(api):\n    return api.slow()\n", api)
         after = sys.gettrace()
     finally:
         sys.settrace(None)
@@ -264,15 +282,15 @@ def test_outer_tracer_is_kept_and_used_inside_api_calls():
     assert result.returned is True and after is outer and api.traces == [outer]
 
 
-def test_api_proxy_is_read_only_and_plain():
-    result = _run("""
+def test_api_proxy_is_read_only_and_plain(worker):
+    result = _run(worker, """
         def act(api):
             return [api.grid(), api.step()]
     """)
     assert result.returned == [[[0, 1, 2], [3, 4, 5]], 1]
     assert type(result.returned[0][0][0]) is int
     api = FakeApi()
-    result = _run("""
+    result = _run(worker, """
         def act(api):
             nested, flat = api.targets(True), api.targets(nested=False)
             nested[0][0] = 99
@@ -281,7 +299,7 @@ def test_api_proxy_is_read_only_and_plain():
     """, api)
     assert result.returned == [[[99, 2], [3, 4]], [1, 2, 3]]
     assert api.targets(True) == [[1, 2], [3, 4]] and api.targets(False) == [1, 2]
-    proxy = sandbox._ApiProxy(FakeApi(), sandbox._Run(1.0))
+    proxy = sandbox_worker._ApiProxy(("step",), None)
     with pytest.raises(AttributeError):
         proxy.step = None
     with pytest.raises(AttributeError):
@@ -290,8 +308,8 @@ def test_api_proxy_is_read_only_and_plain():
         proxy._budget  # noqa: B018 - the access itself is the test
 
 
-def test_print_output_is_captured_and_bounded():
-    result = _run("""
+def test_print_output_is_captured_and_bounded(worker):
+    result = _run(worker, """
         def act(api):
             for i in range(3000):
                 print("line", i, "x" * 10)
@@ -302,8 +320,8 @@ def test_print_output_is_captured_and_bounded():
     assert sum(len(line) for line in result.log) <= sandbox.MAX_LOG_CHARS + 100
 
 
-def test_moderate_recursion_and_sizes_are_allowed():
-    result = _run("""
+def test_moderate_recursion_and_sizes_are_allowed(worker):
+    result = _run(worker, """
         def depth(n):
             return 0 if n == 0 else 1 + depth(n - 1)
 
@@ -316,22 +334,21 @@ def test_moderate_recursion_and_sizes_are_allowed():
     assert (result.returned, result.error) == (True, None)
 
 
-def test_memory_growth_is_stopped(monkeypatch):
-    monkeypatch.setattr(sandbox, "MEMORY_LIMIT_MB", 32)
-    result = _run("""
+def test_memory_growth_is_stopped(worker):
+    result = _run(worker, """
         def act(api):
             chunks = []
-            for i in range(64):  # 512 MB at most, should the memory check fail
+            for i in range(64):  # 512 MB at most, should the memory checks fail
                 chunks.append([i] * 1000000)
             return True
     """, time_limit=10.0)
     assert result.stopped == "memory" and result.lineno in (3, 4) and "memory" in result.error
 
 
-def test_hashing_deeply_nested_tuples_does_not_crash():
+def test_hashing_deeply_nested_tuples_does_not_crash(worker):
     """CPython 3.11 hashes tuples by unguarded C recursion: 180k levels overflow a default 8 MB stack
     (a segfault that would kill this test process), but not the sandbox thread's."""
-    result = _run("""
+    result = _run(worker, """
         def act(api):
             x = ()
             for _ in range(20000):
@@ -351,5 +368,148 @@ def test_zip_and_enumerate_do_not_follow_a_growing_list():
 
 def test_code_called_outside_run_cannot_print():
     fn = sandbox.compile_action("def act(api):\n    print('hi')\n", "act")
-    with pytest.raises(RuntimeError, match="sandbox.run"):
+    with pytest.raises(RuntimeError, match="sandbox_worker.run"):
         fn(None)
+
+
+def test_check_reports_compiler_errors_with_their_line():
+    for body, message in [("    x = 1\n    continue\n", "'continue' not properly in loop"),
+                          ("    return dict(a=1, a=2)\n", "keyword argument repeated"),
+                          ("    *a = [1]\n    return a\n", "starred assignment target")]:
+        source = "def act(api):\n" + body
+        with pytest.raises(SandboxError, match=message) as info:
+            sandbox.check(source, "act")
+        assert info.value.lineno == source.count("\n") - (1 if "return a\n" in body else 0)
+
+
+def test_a_code_action_that_does_not_compile_is_a_failed_action_not_an_exception():
+    bad = E.CodeAction("bad", "def bad(api):\n    api.noop()\n    continue\n")
+    env = E.make_env("collect_wood", 0, code_actions=[bad, E.CHOP_TREE])  # must not raise
+    try:
+        env.reset(seed=0)
+        info = env.step(env.n_base)[4]
+        assert info["code_error"].startswith("line 3: SyntaxError") and info["prim_steps"] == 1
+        assert not info["code_ok"]
+        assert env.step(env.n_base + 1)[4]["code_error"] == ""  # the env and its worker carry on
+    finally:
+        env.close()
+
+
+def test_an_env_starts_one_worker_and_closing_it_ends_the_worker():
+    env = E.make_env("collect_wood", 0, code_actions=[E.CHOP_TREE], max_macro_steps=5)
+    env.reset(seed=0)
+    for _ in range(3):
+        env.step(env.n_base)
+    proc = env.sandbox._proc
+    assert env.sandbox.starts == 1 and proc.poll() is None
+    env.close()
+    assert proc.poll() is not None
+
+
+LONG_C_CALL = "def act(api):\n    x = list(range(999999))\n    while True:\n        x = sorted(x, key=str)\n"
+
+
+def test_an_overrun_inside_one_c_call_kills_the_worker_and_the_next_run_gets_a_fresh_one():
+    worker = sandbox_host.Worker()
+    try:
+        start = time.perf_counter()
+        result = worker.run(LONG_C_CALL, "act", FakeApi(), time_limit=0.3)
+        took = time.perf_counter() - start
+        assert result.stopped == "time_budget" and "killed" in result.error
+        assert 0.3 + sandbox_host.KILL_AFTER_S <= took < 0.3 + sandbox_host.KILL_AFTER_S + 0.5
+        canary = worker.run(CANARY, "act", FakeApi())
+        assert (canary.returned, canary.error, worker.starts) == (True, None, 2)
+    finally:
+        worker.close()
+
+
+class KillingApi(FakeApi):
+    """Api methods that do to the worker what a crash or a Ctrl-C would."""
+
+    def __init__(self, worker: sandbox_host.Worker):
+        super().__init__()
+        self.worker = worker
+
+    def crash(self) -> bool:
+        os.kill(self.worker._proc.pid, signal.SIGKILL)
+        self.worker._proc.wait()
+        return True
+
+    def crash_soon(self) -> bool:
+        threading.Timer(0.2, os.kill, (self.worker._proc.pid, signal.SIGKILL)).start()
+        return True
+
+    def interrupt_worker(self) -> bool:
+        os.kill(self.worker._proc.pid, signal.SIGINT)
+        time.sleep(0.05)
+        return True
+
+    def ctrl_c(self) -> None:
+        raise KeyboardInterrupt
+
+
+def test_a_crashed_worker_fails_only_its_own_run():
+    worker = sandbox_host.Worker()
+    try:
+        result = worker.run("def act(api):\n    api.crash()\n    return True\n", "act", KillingApi(worker))
+        assert result.stopped == "crashed" and "SIGKILL" in result.error
+        canary = worker.run(CANARY, "act", FakeApi())
+        assert (canary.returned, canary.error, worker.starts) == (True, None, 2)
+        busy = "def act(api):\n    api.crash_soon()\n" + LONG_C_CALL.split("\n", 1)[1]
+        result = worker.run(busy, "act", KillingApi(worker), time_limit=5.0)  # dies while the code runs
+        assert result.stopped == "crashed" and "SIGKILL" in result.error and worker.starts == 2
+        canary = worker.run(CANARY, "act", FakeApi())
+        assert (canary.returned, canary.error, worker.starts) == (True, None, 3)
+        os.kill(worker._proc.pid, signal.SIGKILL)  # dies between runs: the next run is not blamed
+        worker._proc.wait()
+        canary = worker.run(CANARY, "act", FakeApi())
+        assert (canary.returned, canary.error, worker.starts) == (True, None, 4)
+    finally:
+        worker.close()
+
+
+def test_ctrl_c_reaches_the_trainer_only_and_kills_the_worker():
+    worker = sandbox_host.Worker()
+    try:
+        api = KillingApi(worker)
+        result = worker.run("def act(api):\n    api.interrupt_worker()\n    return True\n", "act", api)
+        assert (result.returned, result.error) == (True, None)  # the worker ignored SIGINT
+        proc = worker._proc
+        with pytest.raises(KeyboardInterrupt):
+            worker.run("def act(api):\n    api.ctrl_c()\n", "act", api)
+        assert proc.poll() is not None
+    finally:
+        worker.close()
+
+
+def test_api_arguments_are_bounded_before_the_trainer_sees_them(worker):
+    api = FakeApi()
+    api.targets = lambda *args: api.traces.append(args)  # records any call that gets through
+    result = _run(worker, "def act(api):\n    return api.targets('x' * 1000000)\n", api)
+    assert result.error.startswith("line 2: ValueError: api.targets() arguments are too large")
+    assert api.traces == []
+
+
+def test_memory_kept_alive_by_a_stopped_call_is_freed(worker):
+    """A cycle (list -> itself, exception -> traceback -> frame -> list) holding 40 MB. Were it kept
+    after each run, the worker would have to be replaced (it is, once it holds too much) or the next
+    run would start 40 MB closer to the memory ceiling."""
+    source = "def act(api):\n    x = [[0] * 999999 for _ in range(5)]\n    x.append(x)\n    raise ValueError(x)\n"
+    _run(worker, CANARY)
+    starts = worker.starts
+    outcomes = {_run(worker, source, time_limit=5.0).error.splitlines()[0] for _ in range(5)}
+    assert outcomes == {"line 4: ValueError: ..."} and worker.starts == starts
+
+
+def test_the_trainer_acts_only_on_well_formed_messages_from_the_worker():
+    """Code that escaped in the worker could write anything on the socket: the trainer decodes JSON
+    only, calls public api methods only, and takes a result only in the expected shape."""
+    names = {"step"}
+    assert sandbox_host._is_call(["call", "step", [1], {"times": 2}], names)
+    for bad in (["call", "_act", [], {}], ["call", "secret", [], {}], ["call", "step", {}, {}],
+                ["call", "step", [], {"_budget": 1}], ["call", "step", []], {"call": "step"}):
+        assert not sandbox_host._is_call(bad, names), bad
+    assert sandbox_host._is_done(["done", True, None, None, None, ["log"], False])
+    for bad in (["done", True, 5, None, None, [], False], ["done", True, None, None, "pwned", [], False],
+                ["done", True, None, None, None, [1], False], ["done", True, None, None, None, [], 0]):
+        assert not sandbox_host._is_done(bad), bad

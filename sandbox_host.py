@@ -1,0 +1,224 @@
+"""The trainer's side of the sandbox: a worker process per env that runs code actions, killed and
+replaced whenever the code overruns its budget or crashes it.
+
+    worker = Worker()                                            # starts on the first run
+    result = worker.run(source, "chop_tree", api, time_limit=1.0)
+    worker.close()
+
+`run` sends the source to the worker (sandbox_worker.py, a fresh interpreter as multiprocessing's
+"spawn" makes one: no fork of a trainer that holds torch threads; started with subprocess because
+gymnasium's async vector-env workers are daemonic, and multiprocessing refuses them children; ~0.2 s,
+once per env, see bench/sandbox_proxy.py), then serves the code's api calls: each is one round trip,
+its arguments small JSON checked again here, the real api called in this process and its result sent
+back as plain data. The env never leaves the trainer. The wait is bounded from outside: once the code
+has run `time_limit + KILL_AFTER_S` seconds outside api calls (wall time, which bounds the worker's
+CPU time too: it runs one thread at a time), the worker is killed. A killed or crashed worker fails
+that one code action with a reason in RunResult.error; the next run starts a fresh worker.
+"""
+
+import json
+import os
+import pickle
+import select
+import signal
+import socket
+import subprocess
+import sys
+import weakref
+from multiprocessing.connection import Connection
+from pathlib import Path
+from time import perf_counter
+
+import numpy as np
+
+import sandbox
+from sandbox import MAX_API_CALLS, MAX_CALL_CHARS, MAX_LOG_CHARS, MAX_PLAIN_ITEMS, RunResult
+
+KILL_AFTER_S = 0.5  # grace past the time limit before the worker is killed (its own budget stops loops)
+MAX_MESSAGE_BYTES = 1_000_000  # longest message the trainer reads from the worker
+MAX_ERROR_CHARS = 2_000
+_WORKER = str(Path(__file__).with_name("sandbox_worker.py"))
+_STOPS = {cls.reason for cls in sandbox.Interrupt.__subclasses__()}
+_ERRORS = {*sandbox.SAFE_EXCEPTIONS, "AttributeError"}
+
+
+class Worker:
+    """One worker process, started on the first `run` and reused; `.starts` counts (re)starts."""
+
+    def __init__(self):
+        self._proc: subprocess.Popen | None = None
+        self._conn: Connection | None = None
+        self._poll: select.poll | None = None  # made once per worker: Connection.poll makes one per call
+        self.starts = 0
+        self._finalizer = None
+
+    def run(self, source: str, entry: str, api: object, *, time_limit: float = 1.0) -> RunResult:
+        """Run `entry(api)` from `source` in the worker; never raises for anything the code does.
+        An interrupt of the trainer (Ctrl-C) kills the worker and is raised again."""
+        names = public_methods(api)
+        try:
+            if self._proc is None or self._proc.poll() is not None:
+                self._start()
+            self._conn.send_bytes(pickle.dumps(("run", source, entry, names, time_limit)))
+            return self._serve(api, set(names), time_limit)
+        except OSError:  # the socket broke: the worker died before reading or while writing
+            return self._failed()
+        except BaseException:
+            self.close()
+            raise
+
+    def _serve(self, api: object, names: set[str], time_limit: float) -> RunResult:
+        start, api_time, calls = perf_counter(), 0.0, 0
+        while True:
+            left = start + api_time + time_limit + KILL_AFTER_S - perf_counter()
+            if left <= 0:
+                self.close()
+                return RunResult(None, f"stopped: the code ran past its time budget of {time_limit} s inside "
+                                 "one operation (its worker process was killed)", None, "time_budget", [])
+            if not self._poll.poll(left * 1e3):
+                continue
+            try:
+                data = self._conn.recv_bytes(MAX_MESSAGE_BYTES)
+                message = json.loads(data)
+            except EOFError:
+                return self._failed()
+            except (ValueError, RecursionError):  # not the JSON this protocol sends
+                return self._failed("sent a malformed message")
+            if _is_call(message, names) and len(data) <= 6 * MAX_CALL_CHARS + 200:  # JSON escapes: 6 a char
+                called = perf_counter()
+                calls += 1
+                reply = (("stop", "api_calls", f"more than {MAX_API_CALLS} api calls (waiting for something?)")
+                         if calls > MAX_API_CALLS else _call(api, *message[1:]))
+                self._conn.send_bytes(pickle.dumps(reply))
+                api_time += perf_counter() - called
+            elif _is_done(message):
+                returned, error, lineno, stopped, log, exiting = message[1:]
+                if exiting:
+                    self.close()
+                return RunResult(returned, error[:MAX_ERROR_CHARS] if error else None, lineno, stopped,
+                                 _bounded_log(log))
+            else:
+                return self._failed("sent a malformed message")
+
+    def _start(self) -> None:
+        """A fresh interpreter on a socket pair, in its own session (so Ctrl-C reaches only the
+        trainer), with one malloc arena (so its address-space limit counts what it allocates)."""
+        self.close()
+        ours, theirs = socket.socketpair()
+        with theirs:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-E", "-s", _WORKER, str(theirs.fileno())], pass_fds=[theirs.fileno()],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True,
+                env={**os.environ, "MALLOC_ARENA_MAX": "1"})
+        self._conn = Connection(ours.detach())
+        self._poll = select.poll()
+        self._poll.register(self._conn.fileno(), select.POLLIN)
+        self._finalizer = weakref.finalize(self, _stop, self._proc, self._conn)
+        self.starts += 1
+
+    def _failed(self, what: str = "") -> RunResult:
+        """The worker died (or misbehaved) during this run: report it, and start afresh next time."""
+        proc = self._proc
+        self.close()
+        status = proc.returncode if proc is not None else None
+        if what:
+            reason = f"its worker process {what}"
+        elif status is not None and status < 0:
+            reason = f"it crashed its worker process ({signal.Signals(-status).name})"
+        else:
+            reason = f"it crashed its worker process (exit status {status})"
+        return RunResult(None, f"stopped: {reason}", None, "crashed", [])
+
+    def close(self) -> None:
+        """Kill the worker, if any; the next `run` starts a new one."""
+        if self._finalizer is not None:
+            self._finalizer()
+        self._proc = self._conn = self._poll = self._finalizer = None
+
+
+def _stop(proc: subprocess.Popen, conn: Connection) -> None:
+    conn.close()
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+
+
+def public_methods(api: object) -> tuple[str, ...]:
+    """The names model code may call: the public methods of the api's class."""
+    kind = type(api)
+    return tuple(n for n in dir(kind) if not n.startswith("_") and callable(getattr(kind, n)))
+
+
+def _is_call(message: object, names: set[str]) -> bool:
+    return (isinstance(message, list) and len(message) == 4 and message[0] == "call" and message[1] in names
+            and isinstance(message[2], list) and isinstance(message[3], dict)
+            and not any(k.startswith("_") for k in message[3]))
+
+
+def _is_done(message: object) -> bool:
+    if not (isinstance(message, list) and len(message) == 7 and message[0] == "done"):
+        return False
+    _, _, error, lineno, stopped, log, exiting = message
+    return (isinstance(error, str | None) and isinstance(lineno, int | None) and stopped in (*_STOPS, None)
+            and isinstance(log, list) and all(isinstance(line, str) for line in log)
+            and isinstance(exiting, bool))
+
+
+def _bounded_log(log: list[str]) -> list[str]:
+    kept, room = [], MAX_LOG_CHARS + 100
+    for line in log:
+        if room <= 0:
+            break
+        kept.append(line[:room])
+        room -= len(kept[-1]) + 1
+    return kept
+
+
+def _call(api: object, name: str, args: list, kwargs: dict) -> tuple:
+    """One api call for the worker: ("return", plain value) | ("stop", reason, text) | ("raise", name, text).
+    The api's exceptions travel as their type's name and message only (their args could hold env
+    objects); types the model may not know become RuntimeError."""
+    try:
+        value = getattr(api, name)(*args, **kwargs)
+    except sandbox.Interrupt as e:
+        return "stop", e.reason, str(e)[:500]
+    except Exception as e:  # noqa: BLE001 - the model's bad arguments, or the api's own errors
+        kind, message = type(e).__name__, str(e)[:500]
+        return ("raise", kind, message) if kind in _ERRORS else ("raise", "RuntimeError", f"{kind}: {message}")
+    try:
+        return "return", _plain(value)
+    except (TypeError, ValueError) as e:
+        return "raise", type(e).__name__, str(e)
+
+
+_SCALARS = frozenset({type(None), bool, int, float, str})
+
+
+def _plain(value: object) -> object:
+    """A copy of `value` made of None, bool, int, float, str, list, tuple and dict only."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind in (tuple, list) and len(value) < 16 and all(type(v) in _SCALARS for v in value):
+        return kind(value)  # the common small case (positions), without the walk below
+    count = 0
+
+    def copy(x, depth):
+        nonlocal count
+        count += 1
+        if count > MAX_PLAIN_ITEMS or depth > 32:
+            raise ValueError("value too large or too deeply nested to pass the api boundary")
+        if type(x) in _SCALARS:
+            return x
+        if type(x) in (list, tuple):
+            return type(x)(copy(v, depth + 1) for v in x)
+        if type(x) is dict:
+            return {copy(k, depth + 1): copy(v, depth + 1) for k, v in x.items()}
+        if isinstance(x, np.ndarray | np.generic) and x.size <= MAX_PLAIN_ITEMS:
+            return copy(x.tolist(), depth)
+        for kind in (bool, int, float, str):  # enums and other subclasses become the plain type
+            if isinstance(x, kind):
+                return kind(x)
+        raise TypeError(f"only plain data may pass the api boundary, not {type(x).__name__}")
+
+    return copy(value, 0)
