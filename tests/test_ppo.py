@@ -71,11 +71,11 @@ def test_gae_hand_computed():
     next_values = torch.tensor([[1.0], [2.0], [3.0], [9.0]])
     terminated = torch.tensor([[0.0], [0.0], [0.0], [1.0]])
     dones = torch.tensor([[0.0], [0.0], [1.0], [1.0]])
-    discounts = torch.tensor([[g], [g ** 3], [g], [g]])
-    adv, ret = compute_gae(rewards, values, next_values, terminated, dones, discounts, lam)
+    k_steps = torch.tensor([[1.0], [3.0], [1.0], [1.0]])
+    adv, ret = compute_gae(rewards, values, next_values, terminated, dones, k_steps, g, lam)
     a3 = 1.0 - 0.7  # terminal: no bootstrap
     a2 = 0.5 + 0.9 * 3.0 - 2.0  # truncated: bootstrap from V(final_obs), trace cut
-    a1 = (2.0 + 0.729 * 2.0 - 1.0) + 0.729 * 0.8 * a2  # gamma^3 for the macro step
+    a1 = (2.0 + 0.729 * 2.0 - 1.0) + 0.729 * 0.512 * a2  # gamma^3 bootstrap, (gamma lambda)^3 trace: macro step
     a0 = (1.0 + 0.9 * 1.0 - 0.5) + 0.9 * 0.8 * a1
     torch.testing.assert_close(adv[:, 0], torch.tensor([a0, a1, a2, a3]))
     torch.testing.assert_close(ret, adv + values)
@@ -89,13 +89,13 @@ def test_rollout_feeds_gae_semi_mdp_discounts_and_truncation_bootstrap(monkeypat
     ppo = PPO(agent, cfg)
     seen = {}
 
-    def spy(rewards, values, next_values, terminated, dones, discounts, lam):
+    def spy(rewards, values, next_values, terminated, dones, k_steps, gamma, lam):
         if seen:  # keep the first (full) rollout only
-            return compute_gae(rewards, values, next_values, terminated, dones, discounts, lam)
+            return compute_gae(rewards, values, next_values, terminated, dones, k_steps, gamma, lam)
         seen.update(rewards=rewards.clone(), next_values=next_values.clone(), terminated=terminated.clone(),
-                    dones=dones.clone(), discounts=discounts.clone(), values=values.clone())
+                    dones=dones.clone(), discounts=gamma ** k_steps, values=values.clone())
         seen["final_v"] = agent.get_value(torch.tensor([[1.0, 1.0, 0.5]]))  # truncated episode's last obs
-        return compute_gae(rewards, values, next_values, terminated, dones, discounts, lam)
+        return compute_gae(rewards, values, next_values, terminated, dones, k_steps, gamma, lam)
 
     monkeypatch.setattr(ppo_mod, "compute_gae", spy)
     actions = []
@@ -244,7 +244,8 @@ def _cartpole_solves(seed: int, budget: int = 60_000) -> bool:
     seed_everything(seed)
     envs = cartpole_envs(8)
     agent = Agent(envs.single_observation_space, envs.single_action_space.n)
-    ppo = PPO(agent, PPOConfig(seed=seed, **CARTPOLE_CFG), total_steps=budget)
+    envs.reset(seed=seed)  # PPO never seeds an env: its first reset of these envs goes on from this seed
+    ppo = PPO(agent, PPOConfig(**CARTPOLE_CFG), total_steps=budget)
     returns = []
 
     def on_step(actions, infos):
