@@ -1,4 +1,5 @@
-"""The ablation: plain PPO vs one program vs RL-GPT, per task at fixed env-step budgets, from the runs' logs.
+"""The ablation: plain PPO vs PPO with the plan's config vs one program vs RL-GPT, per task at fixed env-step
+budgets, from the runs' logs.
 
     python bench/ablation.py --quick                  # 1 seed, small budgets, all four tasks (< 15 min here)
     python bench/ablation.py                          # 3 seeds at the issue's budgets (days on 2 cores)
@@ -11,8 +12,12 @@ Each run is `train.py` in a subprocess, one at a time, into <out>/<task>__<mode>
 in train.log there). Resumable: a run with summary.md is finished and skipped, one with only
 config.json is continued with --resume. Every number in results.md is read from the runs' own files
 (metrics.jsonl, stats.jsonl, config.json, iter_k/*.json); only the published Crafter scoreboard is
-quoted, and it is labelled as such. RL-GPT and code runs use `--llm library`: the hand-written
-reference skills and plans, not an LLM.
+quoted, and it is labelled as such. RL-GPT, rl+config and code runs use `--llm library`: the
+hand-written reference skills and plans, not an LLM.
+
+The modes separate the two things RL-GPT adds to PPO: `rl+config` is plain PPO with the plan's action
+mask and reward shaping but no code action, so rl -> rl+config measures the plan's RL config alone and
+rl+config -> rlgpt the code actions alone.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 import report  # noqa: E402
 
-MODES = ("rl", "code", "rlgpt")
+MODES = ("rl", "rl+config", "code", "rlgpt")
 BUDGETS = {"collect_wood": 50_000, "place_table": 100_000, "make_wood_pickaxe": 200_000,
            "collect_stone": 300_000}
 # --quick is a smoke test of the pipeline (RL barely starts), sized to take under 15 minutes on 2 busy cores.
@@ -185,12 +190,14 @@ def crafter_section(out: Path, runs: list[Run]) -> list[str]:
 def write_report(out: Path, runs: list[Run]) -> str:
     """results.md and one PNG per task; returns the Markdown it wrote."""
     tasks = list(dict.fromkeys(r.task for r in runs if r.task != "crafter"))
-    lines = ["# Ablation: RL vs code vs RL-GPT", "",
+    lines = ["# Ablation: RL vs RL + the plan's config vs code vs RL-GPT", "",
              "Read from the runs' logs by `bench/ablation.py`. Training success = mean of "
              f"`charts/success_rate` over the updates in the last {FINAL_SHARE:.0%} of each run's env "
              "steps; eval success = the last evaluation of each run; env steps done can pass the budget, as "
-             "PPO ends its last rollout. Mean ± std over the finished seeds. "
-             "The code and RL-GPT rows use hand-written reference skills (`--llm library`), not an LLM.", "",
+             "PPO ends its last rollout. Mean ± std over the finished seeds. rl+config: plain PPO with the "
+             "plan's action mask and reward shaping, no code action. "
+             "The rl+config, code and RL-GPT rows use hand-written reference skills and plans (`--llm library`), "
+             "not an LLM.", "",
              "| task | budget | mode | seeds finished | env steps done | train success | eval success "
              "| train, per seed |", "|---|---|---|---|---|---|---|---|"]
     learned, plots = [], []

@@ -81,6 +81,15 @@ def test_commands_skip_finished_resume_unfinished_and_refuse_another_budget(tmp_
         A.command_for(bigger, tmp_path, [])
 
 
+def test_rl_plus_config_is_a_mode_with_the_plans_config_and_its_own_row(tmp_path):
+    assert A.MODES == ("rl", "rl+config", "code", "rlgpt")
+    (run,) = A.plan_runs(["collect_wood"], [1], ["rl+config"], quick=True)
+    cmd = A.command_for(run, tmp_path, [])
+    assert cmd[cmd.index("--mode") + 1] == "rl+config" and cmd[cmd.index("--llm") + 1] == "library"
+    fake_run(tmp_path, run, [0.25, 0.75])
+    assert "| collect_wood | 2000 | rl+config | 1/1 |" in A.write_report(tmp_path, [run])
+
+
 def test_execute_runs_only_what_is_missing(tmp_path, monkeypatch):
     runs = A.plan_runs(["collect_wood"], [1], ["rl", "rlgpt"], quick=True)
     fake_run(tmp_path, runs[0], [0.5])
@@ -145,7 +154,7 @@ def test_report_only_trains_nothing_and_shows_the_logged_budget(tmp_path, monkey
 
 def test_crafter_runs_one_seed_last_and_its_report_survives_another_invocation(tmp_path):
     runs = A.plan_runs(["crafter", "collect_wood"], [1, 2, 3], list(A.MODES), quick=False)
-    assert [r.task for r in runs] == ["collect_wood"] * 9 + ["crafter"] * 3
+    assert [r.task for r in runs] == ["collect_wood"] * 3 * len(A.MODES) + ["crafter"] * len(A.MODES)
     assert {(r.seed, r.budget) for r in runs if r.task == "crafter"} == {(1, A.CRAFTER_BUDGET)}
     crafter = fake_run(tmp_path, runs[-1], [0.0], finished=False)  # going on in another process
     (crafter / "stats.jsonl").write_text(json.dumps({"length": 200, "achievement_collect_wood": 1}) + "\n")
