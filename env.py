@@ -192,8 +192,10 @@ class CrafterEnv(gym.Env):
     Observation: {"image": (64, 64, 3) uint8, Crafter's own render; "inventory": (16,) uint8 counts}.
     Crafter's `semantic` map is deliberately not passed on: it is the whole world, not what the agent sees.
 
-    Worlds: the n-th reset (n = 0, 1, ...) plays world_seed(seed, stream, rank, index, n); reset(seed=s)
-    starts that sequence again from run seed s. `seed` None draws a run seed from numpy's global RNG.
+    Worlds: the n-th reset (n = 0, 1, ...) plays world_seed(seed, stream, rank, index, n) (the trainer's
+    envs; `seed` None draws a run seed from numpy's global RNG). reset(seed=s) instead plays the worlds
+    crafter.Env(seed=s) plays, hash((s, n + 1)) % (2**31 - 1) from then on, so a seed means what it
+    means in Crafter (demos, dry runs and tests pick worlds that way).
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 8}
@@ -205,7 +207,7 @@ class CrafterEnv(gym.Env):
         self.task = get_task(task)
         self.set_shaping(shaping)
         self.run_seed = int(np.random.randint(0, 2**31 - 1)) if seed is None else int(seed)
-        self.seed_key, self.episode_number = (stream, rank, index), -1
+        self.seed_key, self.episode_number, self._crafter_seed = (stream, rank, index), -1, None
         self.iteration = 0  # the RL-GPT iteration, written into stats rows (the trainer sets it)
         self.max_steps = max_steps or self.task.max_steps
         self.crafter_reward = crafter_reward or self.task.achievement is None
@@ -237,9 +239,12 @@ class CrafterEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
         if seed is not None:
-            self.run_seed, self.episode_number = int(seed), -1
+            self._crafter_seed, self.episode_number = int(seed), -1
         self.episode_number += 1
-        self.world_seed = world_seed(self.run_seed, *self.seed_key, self.episode_number)
+        if self._crafter_seed is None:
+            self.world_seed = world_seed(self.run_seed, *self.seed_key, self.episode_number)
+        else:  # Crafter's own derivation (crafter.Env.reset)
+            self.world_seed = hash((self._crafter_seed, self.episode_number + 1)) % (2**31 - 1)
         self._crafter._world.next_seed = self.world_seed  # read by _ordered_world_reset
         image = self._crafter.reset()
         self._length, self._return, self._crafter_return = 0, 0.0, 0.0

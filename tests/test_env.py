@@ -190,6 +190,8 @@ def test_world_seeds_are_distinct_and_the_recorded_seed_made_the_world(monkeypat
         for _ in range(3):
             env.step(0)
         assert env.stats_row()["seed"] == made[-1] == E.world_seed(7, E.TRAIN, 1, 2, episode)
+    env.reset(seed=3)  # an explicit seed plays the world crafter.Env(seed=3) plays first
+    assert made[-1] == env.stats_row()["seed"] == hash((3, 1)) % (2**31 - 1)
 
 
 def test_macro_reward_is_discounted_and_the_logged_return_is_not():
