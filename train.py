@@ -518,14 +518,15 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
                desc=f"iter {k + 1}/{args.iterations}", dynamic_ncols=True,
                mininterval=0.5 if sys.stderr.isatty() else 30,  # a log file gets a line every 30 s
                disable=run["rank"] > 0)
-    stats, trend = CodeStats(library), []
+    stats, trend, last = CodeStats(library), [], [None]
     llm_calls = lambda: run["llm"].calls if run["llm"] is not None else 0
 
     def on_log(metrics: dict, step: int) -> None:
         log_metrics(run, metrics, step)
-        if "charts/success_rate" in metrics:
+        if "charts/success_rate" in metrics:  # the episodes that finished in this update, and how many
             trend.append(round(metrics["charts/success_rate"], 3))
-        bar.set_postfix(SPS=metrics.get("charts/SPS"), success=trend[-1] if trend else None, llm=llm_calls())
+            last[0] = f"{trend[-1]:.2f} (n={metrics['charts/success_episodes']})"
+        bar.set_postfix(SPS=metrics.get("charts/SPS"), success=last[0], llm=llm_calls())
 
     def on_update(step: int) -> None:  # at a rollout boundary: checkpoint once past each multiple
         if step // args.checkpoint_every > run["checkpoint_mark"]:
