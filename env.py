@@ -152,12 +152,35 @@ class _OrderedSet(dict):
 
 
 def _ordered_world_reset(world, seed=None) -> None:
+    # CrafterEnv sets the world seed itself (see world_seed) instead of Crafter's hash((seed, episode)),
+    # so the seed a stats row records is the one the world was generated from.
+    seed = world.__dict__.pop("next_seed", seed)
     _crafter_world_reset(world, seed)
     world._chunks = defaultdict(_OrderedSet)
 
 
 _crafter_world_reset = crafter.engine.World.reset
 crafter.engine.World.reset = _ordered_world_reset
+
+
+# ----------------------------------------------------------------------------------------------
+# World seeds: every episode's world is drawn from (run seed, stream, rank, env index, episode number),
+# so runs of different seeds, the ranks of one run, the envs of one rank and successive episodes of one
+# env all play different worlds, and evaluation never plays a world training saw.
+
+TRAIN, EVAL = 0, 1  # seed streams: training worlds get even world seeds, evaluation worlds odd ones
+
+
+def world_seed(run_seed: int, stream: int, rank: int, index: int, episode: int) -> int:
+    """The seed Crafter generates one episode's world from, in [0, 2**31 - 1) as Crafter's own are.
+
+    A SeedSequence hash of the five numbers, so nearby run seeds give unrelated worlds (the reset seeds
+    `seed + i` PPO used to give made `--seed 1` and `--seed 2` play mostly the same worlds). Its parity is the stream,
+    so a training world and an evaluation world are never the same; within a stream two episodes share
+    a world only by a 30-bit hash collision (about 1 in 20 for 10,000 episodes against 10,000 others).
+    """
+    h = np.random.SeedSequence([run_seed, stream, rank, index, episode]).generate_state(1)[0]
+    return int(h % 2**30) * 2 + stream
 
 
 # ----------------------------------------------------------------------------------------------
@@ -169,23 +192,29 @@ class CrafterEnv(gym.Env):
 
     Observation: {"image": (64, 64, 3) uint8, Crafter's own render; "inventory": (16,) uint8 counts}.
     Crafter's `semantic` map is deliberately not passed on: it is the whole world, not what the agent sees.
+
+    Worlds: the n-th reset (n = 0, 1, ...) plays world_seed(seed, stream, rank, index, n) (the trainer's
+    envs; `seed` None draws a run seed from numpy's global RNG). reset(seed=s) instead plays the worlds
+    crafter.Env(seed=s) plays, hash((s, n + 1)) % (2**31 - 1) from then on, so a seed means what it
+    means in Crafter (demos, dry runs and tests pick worlds that way).
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 8}
 
     def __init__(self, task: str = "collect_wood", seed: int | None = None, crafter_reward: bool = False,
                  max_steps: int | None = None, stats_path: str | Path | None = None,
-                 shaping: dict[str, float] | None = None, render_mode: str | None = None):
+                 shaping: dict[str, float] | None = None, render_mode: str | None = None,
+                 stream: int = TRAIN, rank: int = 0, index: int = 0):
         self.task = get_task(task)
-        self.shaping = dict(shaping or {})  # inventory item -> reward per unit gained (the slow agent's menu)
-        unknown = set(self.shaping) - set(ITEMS)
-        if unknown:
-            raise ValueError(f"shaping weights for unknown inventory items {sorted(unknown)}; known: {ITEMS}")
+        self.set_shaping(shaping)
+        self.run_seed = int(np.random.randint(0, 2**31 - 1)) if seed is None else int(seed)
+        self.seed_key, self.episode_number, self._crafter_seed = (stream, rank, index), -1, None
+        self.iteration = 0  # the RL-GPT iteration, written into stats rows (the trainer sets it)
         self.max_steps = max_steps or self.task.max_steps
         self.crafter_reward = crafter_reward or self.task.achievement is None
         self.stats_path = Path(stats_path) if stats_path else None
         self.render_mode = render_mode
-        self._crafter = crafter.Env(seed=seed, reward=True, length=None)
+        self._crafter = crafter.Env(seed=0, reward=True, length=None)  # its seed is unused: see reset
         self.observation_space = gym.spaces.Dict({
             "image": gym.spaces.Box(0, 255, (64, 64, 3), np.uint8),
             "inventory": gym.spaces.Box(0, 9, (len(ITEMS),), np.uint8),
@@ -193,18 +222,34 @@ class CrafterEnv(gym.Env):
         self.action_space = gym.spaces.Discrete(len(ACTIONS))
         self.frames: list[np.ndarray] | None = None  # set to [] to record every frame (GIFs)
         self._image: np.ndarray | None = None
+        self.world_seed, self._length, self._crafter_return = None, 0, 0.0  # no episode yet: an empty row
+        self._achievements = dict.fromkeys(ACHIEVEMENTS, 0)
 
     def _obs(self, image: np.ndarray) -> dict:
         self._image = image
         inv = self._crafter._player.inventory
         return {"image": image, "inventory": np.fromiter((inv[k] for k in ITEMS), np.uint8, len(ITEMS))}
 
+    def set_shaping(self, shaping: dict[str, float] | None) -> None:
+        """Inventory item -> reward per unit gained (the slow agent's menu); may change between iterations."""
+        unknown = set(shaping or {}) - set(ITEMS)
+        if unknown:
+            raise ValueError(f"shaping weights for unknown inventory items {sorted(unknown)}; known: {ITEMS}")
+        self.shaping = dict(shaping or {})
+
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
-        if seed is not None:  # Crafter derives each episode's world from (seed, episode number)
-            self._crafter._seed, self._crafter._episode = int(seed), 0
+        if seed is not None:
+            self._crafter_seed, self.episode_number = int(seed), -1
+        self.episode_number += 1
+        if self._crafter_seed is None:
+            self.world_seed = world_seed(self.run_seed, *self.seed_key, self.episode_number)
+        else:  # Crafter's own derivation (crafter.Env.reset)
+            self.world_seed = hash((self._crafter_seed, self.episode_number + 1)) % (2**31 - 1)
+        self._crafter._world.next_seed = self.world_seed  # read by _ordered_world_reset
         image = self._crafter.reset()
         self._length, self._return, self._crafter_return = 0, 0.0, 0.0
+        self._achievements = dict.fromkeys(ACHIEVEMENTS, 0)
         if self.frames is not None:
             self.frames = [image]
         return self._obs(image), {}
@@ -222,35 +267,41 @@ class CrafterEnv(gym.Env):
             inv = cinfo["inventory"]
             reward += sum(w * max(0, inv[k] - before[k]) for k, w in self.shaping.items())
         self._return += reward
+        self._achievements = cinfo["achievements"]
         terminated = bool(dead or success)
         truncated = not terminated and self._length >= self.max_steps
         info = {"prim_steps": 1, "success": success}
         if terminated or truncated:
             info["episode"] = {"r": self._return, "l": self._length, "success": success,
-                               "achievements": sum(v > 0 for v in cinfo["achievements"].values())}
+                               "achievements": sum(v > 0 for v in cinfo["achievements"].values()),
+                               "seed": self.world_seed}
             if self.stats_path:
-                self._write_stats(cinfo["achievements"])
+                self._write_stats(self.stats_row(), self.stats_path)
         if self.frames is not None:
             self.frames.append(image)
         return self._obs(image), reward, terminated, truncated, info
 
-    def _write_stats(self, achievements: dict) -> None:
-        """Append one line in Crafter's Recorder format, so Crafter's own scripts can score the run.
+    def stats_row(self) -> dict:
+        """The episode so far as one row of Crafter's Recorder format (length, reward, achievement_*),
+        so Crafter's own scripts read it, plus its world `seed` and the `iteration` it ended in.
+        The trainer also asks for it at the end of a run, for the episodes still going then."""
+        row = {"length": self._length, "reward": round(self._crafter_return, 1)}
+        row.update({f"achievement_{k}": v for k, v in self._achievements.items()})
+        return dict(row, seed=self.world_seed, iteration=self.iteration)
 
-        One short `write` on a file opened for appending is atomic on Linux, so vector-env workers
-        can share the file.
-        """
-        line = {"length": self._length, "reward": round(self._crafter_return, 1)}
-        line.update({f"achievement_{k}": v for k, v in achievements.items()})
-        self.stats_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.stats_path, "a") as f:
-            f.write(json.dumps(line) + "\n")
+    @staticmethod
+    def _write_stats(row: dict, path: Path) -> None:
+        """Append one row. One short `write` on a file opened for appending is atomic on Linux, so
+        vector-env workers (and ranks) can share the file."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a") as f:
+            f.write(json.dumps(row) + "\n")
 
     def render(self):
         return self._image
 
-    def make_api(self, budget: int) -> CrafterAPI:
-        return CrafterAPI(self, budget)
+    def make_api(self, budget: int, gamma: float = 1.0) -> CrafterAPI:
+        return CrafterAPI(self, budget, gamma)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -264,9 +315,9 @@ class PrimitiveAPI:
     object and the counters cannot be reached or changed from a code action.
     """
 
-    def __init__(self, env: gym.Env, budget: int):
-        self._env, self._budget = env, budget
-        self._steps, self._reward, self._last = 0, 0.0, None
+    def __init__(self, env: gym.Env, budget: int, gamma: float = 1.0):
+        self._env, self._budget, self._gamma = env, budget, gamma
+        self._steps, self._reward, self._last = 0, 0.0, None  # _reward: sum of gamma**i * r_i
 
     def _act(self, action: int):
         """Take one real environment step; stop the code action when the budget or the episode ends."""
@@ -275,8 +326,8 @@ class PrimitiveAPI:
         if self._steps >= self._budget:
             raise sandbox.StepBudgetExceeded(f"step budget of {self._budget} env steps spent")
         self._last = self._env.step(action)
+        self._reward += self._gamma ** self._steps * self._last[1]
         self._steps += 1
-        self._reward += self._last[1]
         if self._last[2] or self._last[3]:
             raise sandbox.EpisodeEnded()
         return self._last
@@ -424,6 +475,7 @@ class CodeAction:
     source: str
     doc: str = ""
     entry: str = ""  # the function to call; defaults to `name`
+    replaces: str = ""  # the code action this one rewrites (v1 of a v2): PPO starts it from that one's logits
 
     @property
     def function(self) -> str:
@@ -439,15 +491,29 @@ class CodeActions(gym.Wrapper):
     error; every failure of model code, a source that does not compile included, is a failed code
     action in info["code_error"], never an exception in the trainer. A code action that takes no step
     at all is charged one noop, so time always moves on.
+
+    Its reward is the semi-MDP return sum_i gamma**i * r_i of its k steps (PPO then discounts the
+    next value by gamma**k), so `gamma` must be PPO's; the default 1.0 gives the plain sum. The
+    episode's logged return (info["episode"]["r"]) stays the undiscounted sum, as Crafter reports it.
     """
 
-    def __init__(self, env: gym.Env, code_actions=(), max_macro_steps: int = 64, time_limit: float = 1.0):
+    def __init__(self, env: gym.Env, code_actions=(), max_macro_steps: int = 64, time_limit: float = 1.0,
+                 gamma: float = 1.0):
         super().__init__(env)
-        self.code_actions = list(code_actions)
         self.sandbox = sandbox_host.Worker()  # checks and compiles each action in the worker
         self.n_base = env.action_space.n
+        self.max_macro_steps, self.time_limit, self.gamma = max_macro_steps, time_limit, gamma
+        self.code_actions: list[CodeAction] = []
+        self.set_code_actions(code_actions)
+
+    def set_code_actions(self, code_actions) -> None:
+        """Grow the action list in place (append-only, so action indices keep their meaning); the
+        episode going on is not touched, so new code actions never cut an episode."""
+        code_actions = list(code_actions)
+        if code_actions[:len(self.code_actions)] != self.code_actions:
+            raise ValueError("code actions can only be appended: the existing ones must stay, in order")
+        self.code_actions = code_actions  # compiled (and checked) in the worker, on first use
         self.action_space = gym.spaces.Discrete(self.n_base + len(self.code_actions))
-        self.max_macro_steps, self.time_limit = max_macro_steps, time_limit
 
     def step(self, action):
         action = int(action)
@@ -456,7 +522,7 @@ class CodeActions(gym.Wrapper):
             info.update(code_action=-1, code_ok=False, code_error="")
             return obs, reward, terminated, truncated, info
         k = action - self.n_base
-        api = self.env.unwrapped.make_api(self.max_macro_steps)
+        api = self.env.unwrapped.make_api(self.max_macro_steps, self.gamma)
         code = self.code_actions[k]
         result = self.sandbox.run(code.source, code.function, api, time_limit=self.time_limit)
         if api._steps == 0:  # an action that does nothing still costs one step (a noop)
@@ -485,28 +551,41 @@ def _stop_reason(stopped: str | None) -> str:
 
 
 def make_env(task: str, seed: int | None = None, *, code_actions=(), max_macro_steps: int = 64,
-             **options) -> gym.Env:
-    """A task env with code actions appended (none by default). `minedojo:<task_id>` uses MineDojo."""
+             gamma: float = 1.0, **options) -> gym.Env:
+    """A task env with code actions appended (none by default). `minedojo:<task_id>` uses MineDojo.
+    `gamma` discounts the rewards inside a code action (see CodeActions)."""
     if task.startswith("minedojo:"):
         import minedojo_env  # lazy: MineDojo needs gym 0.21 and JDK 8, Crafter needs neither
 
         env = minedojo_env.MineDojoEnv(task.split(":", 1)[1], seed=seed, **options)
     else:
         env = CrafterEnv(task, seed=seed, **options)
-    return CodeActions(env, code_actions, max_macro_steps)
+    return CodeActions(env, code_actions, max_macro_steps, gamma=gamma)
 
 
 def make_vec_env(task: str, num_envs: int, *, code_actions=(), async_: bool = False, seed: int = 0,
-                 **options) -> gym.vector.VectorEnv:
-    """`num_envs` copies of the task; env i is seeded seed + i. Finished episodes reset in the same
-    step (their last info sits in infos["final_info"], with the task's success and episode stats).
-    Synchronous by default: on 2 cores the worker processes measured no faster (bench/env_sps.py)."""
-    if not task.startswith("minedojo:"):
+                 rank: int = 0, stream: int = TRAIN, **options) -> gym.vector.VectorEnv:
+    """`num_envs` copies of the task; env i plays the worlds world_seed(seed, stream, rank, i, n) for
+    its episodes n = 0, 1, ... Finished episodes reset in the same step (their last info sits in
+    infos["final_info"], with the task's success and episode stats). Synchronous by default: on
+    2 cores the worker processes measured no faster (bench/env_sps.py)."""
+    if task.startswith("minedojo:"):  # one world per simulator: env i keeps seed + i
+        fns = [lambda i=i: make_env(task, seed + rank * num_envs + i, code_actions=code_actions, **options)
+               for i in range(num_envs)]
+    else:
         get_task(task)  # fail here with a clear message, not inside a worker process
-    fns = [lambda i=i: make_env(task, seed + i, code_actions=code_actions, **options)
-           for i in range(num_envs)]
+        fns = [lambda i=i: make_env(task, seed, code_actions=code_actions, stream=stream, rank=rank, index=i,
+                                    **options) for i in range(num_envs)]
     cls = gym.vector.AsyncVectorEnv if async_ else gym.vector.SyncVectorEnv
     return cls(fns, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+
+
+def set_vec_code_actions(envs: gym.vector.VectorEnv, code_actions) -> None:
+    """Grow every sub-env's code actions in place (`call` reaches worker processes too) and the
+    vector env's action spaces with them: no env is reset, no episode cut."""
+    envs.call("set_code_actions", list(code_actions))
+    envs.single_action_space = envs.get_attr("action_space")[0]
+    envs.action_space = gym.vector.utils.batch_space(envs.single_action_space, envs.num_envs)
 
 
 # ----------------------------------------------------------------------------------------------

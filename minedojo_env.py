@@ -197,8 +197,8 @@ class MineDojoEnv(gym.Env):
     def close(self):
         self._env.close()
 
-    def make_api(self, budget: int) -> MineDojoAPI:
-        return MineDojoAPI(self, budget)
+    def make_api(self, budget: int, gamma: float = 1.0) -> MineDojoAPI:
+        return MineDojoAPI(self, budget, gamma)
 
 
 # ----------------------------------------------------------------------------------------------

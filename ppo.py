@@ -3,23 +3,28 @@
 This is the RL half of RL-GPT: the policy picks among the 17 Crafter primitives plus any accepted
 code actions (macro actions that run k primitive steps). Everything follows the PPO details of
 Huang et al. ("The 37 implementation details of PPO") with three additions:
-  * semi-MDP discounting: a transition that took k primitive steps is discounted by gamma^k,
+  * semi-MDP returns: a transition that took k primitive steps brings the env's discounted reward
+    sum_i gamma^i r_i (env.CodeActions computes it), its bootstrap is discounted by gamma^k and the GAE
+    trace by (gamma * lambda)^k (see compute_gae),
   * truncated episodes bootstrap from V(final_obs) instead of being treated as terminal,
   * `Agent.extend(k)` adds k logits without changing the old ones; PPO pads the Adam moments.
 
-Use it from Python (train.py does this once per RL-GPT iteration):
+Use it from Python (train.py calls train() once per RL-GPT iteration, on the same envs):
 
     agent = Agent(envs.single_observation_space, envs.single_action_space.n)
     ppo = PPO(agent, PPOConfig(), device="cuda", total_steps=1_000_000)
     stats = ppo.train(envs, 100_000, on_log=lambda metrics, step: ...)
 
 The env budget, SPS and `global_step` always count primitive env steps (sum of info["prim_steps"]).
+PPO never seeds an env: the env's own seeding decides its worlds (env.make_vec_env). On CUDA the rollout
+loop waits for the GPU once per vector step, for the sampled actions env.step needs; rewards, step
+counts and done flags stay in NumPy and go to the device once per rollout.
 
 Under torchrun (torch.distributed initialised by the caller) each rank steps its own envs and PPO
 stays one run: `global_step` and the episode stats are summed over ranks after every vector step /
 rollout, so every rank cuts the last rollout at the same step and runs the same number of minibatches;
 gradients are averaged over ranks every minibatch (one flat all-reduce) and the weights are broadcast
-from rank 0 whenever train() gets a new env, so all ranks hold identical weights throughout. Advantages
+from rank 0 at every train() call, so all ranks hold identical weights throughout. Advantages
 are normalised per rank-local minibatch. Without torch.distributed nothing here changes.
 """
 
@@ -76,8 +81,6 @@ class PPOConfig:
     precision: str = "auto"
     """fp32 | bf16 | auto: the update's CNN in bfloat16 (torch.autocast) on CPUs with bf16 units, where it
     measured ~1.5x faster and learned the same (README); fp32 elsewhere. Acting and the heads stay fp32"""
-    seed: int = 1
-    """seed for resetting a new vector env (offset by global_step so new envs see new episodes)"""
 
 
 def layer_init(layer: nn.Module, std: float = np.sqrt(2), bias_const: float = 0.0) -> nn.Module:
@@ -96,7 +99,7 @@ def sample(probs: torch.Tensor) -> torch.Tensor:
     can never be drawn: the CDF does not rise at them (the clamp guards u rounding up to the total)."""
     cdf = probs.cumsum(-1)  # (B, A)
     total = cdf[:, -1:]
-    u = torch.rand(probs.shape[0], 1).to(probs.device) * total
+    u = torch.rand(probs.shape[0], 1).to(probs.device, non_blocking=True) * total
     last = (cdf < total).sum(-1)  # the last action with non-zero probability
     return torch.minimum((cdf <= u).sum(-1), last)
 
@@ -173,32 +176,59 @@ class Agent(nn.Module):
         return action, dist.log_prob(action), dist.entropy(), self.critic(f).squeeze(-1)
 
     @torch.no_grad()
-    def extend(self, k: int, prior: float = 0.05, obs: Obs | None = None) -> None:
+    def extend(self, k: int, prior: float = 0.05, obs: Obs | None = None, mask: np.ndarray | None = None,
+               copy_from: list[int | None] | None = None) -> None:
         """Add k actions. Old rows are untouched, so old logits are unchanged for every input.
-        New rows get zero weights and a bias = mean logsumexp(old logits) + log(p / (1 - k p)), so
-        on `obs` (or, without obs, where the last layer's input is 0) each new action has probability
-        ~= `prior`. The parameters are resized in place, so an optimizer keeps referencing them;
-        PPO pads its Adam moments on the next train() call."""
-        assert k >= 0 and 0 < k * prior < 1, "need 0 < k * prior < 1"
+
+        New action i starts as a copy of old action copy_from[i] (weights and bias) when that is given:
+        a rewritten code action (v2) does v1's job, so what the policy learned about when to call v1
+        carries over instead of being learned again from a fresh row. Every other new row gets zero
+        weights and a bias = mean logsumexp(old logits) + log(p / (1 - n p)) (n: the fresh rows), so on
+        `obs` (or, without obs, where the last layer's input is 0) each has probability ~= `prior`.
+        The logsumexp runs over the old actions `mask` allows ((n_old,) or (B, n_old) bool) only: masked
+        actions carry no probability, and counting their logits would give the new action less than
+        `prior`. The parameters are resized in place, so an optimizer keeps referencing them; PPO pads
+        its Adam moments on the next train() call."""
+        copy_from = list(copy_from) if copy_from is not None else [None] * k
+        fresh = sum(c is None for c in copy_from)
+        assert k >= 0 and len(copy_from) == k and 0 <= fresh * prior < 1, "need 0 <= fresh * prior < 1"
         head = self.actor[-1]
         old_logits = self.actor(self.features(obs)) if obs is not None else head.bias[None]
-        bias = torch.logsumexp(old_logits, dim=1).mean() + np.log(prior / (1 - k * prior))
-        head.weight.data = torch.cat([head.weight, head.weight.new_zeros(k, head.in_features)])
-        head.bias.data = torch.cat([head.bias, bias.expand(k)])
+        if mask is not None:
+            old_logits = torch.where(torch.as_tensor(mask, device=old_logits.device), old_logits, MASKED_LOGIT)
+        bias = torch.logsumexp(old_logits, dim=1).mean() + np.log(prior / (1 - fresh * prior))
+        rows = [(head.weight[c], head.bias[c]) if c is not None else (head.weight.new_zeros(head.in_features), bias)
+                for c in copy_from]
+        if rows:
+            head.weight.data = torch.cat([head.weight, torch.stack([w for w, _ in rows])])
+            head.bias.data = torch.cat([head.bias, torch.stack([b for _, b in rows])])
         head.out_features = self.n_actions = self.n_actions + k
 
 
 def compute_gae(rewards: torch.Tensor, values: torch.Tensor, next_values: torch.Tensor,
-                terminated: torch.Tensor, dones: torch.Tensor, discounts: torch.Tensor,
+                terminated: torch.Tensor, dones: torch.Tensor, k_steps: torch.Tensor, gamma: float,
                 gae_lambda: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """GAE over (T, N) tensors. next_values[t] is V of the observation after step t (V(final_obs)
-    when the episode ended there); terminated zeroes that bootstrap, dones (terminated or truncated)
-    cuts the trace; discounts[t] = gamma**k_t for a transition of k_t primitive steps (semi-MDP)."""
+    """GAE over (T, N) tensors of decisions. rewards[t] is the semi-MDP return sum_i gamma^i r_i of a
+    transition of k_steps[t] primitive steps; next_values[t] is V of the observation after it
+    (V(final_obs) when the episode ended there); terminated zeroes that bootstrap, dones (terminated
+    or truncated) cuts the trace:
+
+        delta_t = R_t + gamma^k_t * V(s_t+1) - V(s_t),    A_t = delta_t + (gamma * lambda)^k_t * A_t+1
+
+    lambda decays once per primitive step, not once per decision: the lambda-return then weighs the
+    returns ahead by how much env time lies between them, as GAE of a primitive policy does, whatever
+    the policy's mix of primitive and code actions. (lambda once per decision, gamma^k * lambda, is
+    also a consistent lambda-return, but over decisions: a 64-step code action would pass credit 64
+    times further in env time than a primitive step, so the bias-variance trade-off would change with
+    the actions chosen.) The n-step returns that would end inside a code action cannot be formed (no
+    value there); their weight falls on the return that ends with it."""
+    discounts = gamma ** k_steps
+    trace = (gamma * gae_lambda) ** k_steps
     advantages = torch.zeros_like(rewards)
     last = torch.zeros_like(rewards[0])
     for t in reversed(range(rewards.shape[0])):
         delta = rewards[t] + discounts[t] * (1.0 - terminated[t]) * next_values[t] - values[t]
-        last = delta + discounts[t] * gae_lambda * (1.0 - dones[t]) * last
+        last = delta + trace[t] * (1.0 - dones[t]) * last
         advantages[t] = last
     return advantages, advantages + values
 
@@ -215,6 +245,21 @@ def all_gather(items: list) -> list:
     parts = [None] * dist.get_world_size()
     dist.all_gather_object(parts, items)
     return [x for part in parts for x in part]
+
+
+_CPU_GROUP: list = []  # under nccl: a gloo group for the per-step CPU count (made once, by every rank)
+
+
+def sum_over_ranks(n: int) -> int:
+    """n summed over the ranks, on the CPU (gloo) even when the ranks train on GPUs: the step count is
+    summed after every vector step, and a GPU all-reduce would make the env loop wait for the GPU."""
+    if not distributed():
+        return n
+    if not _CPU_GROUP:
+        _CPU_GROUP.append(None if dist.get_backend() == "gloo" else dist.new_group(backend="gloo"))
+    t = torch.tensor([n])
+    dist.all_reduce(t, group=_CPU_GROUP[0])
+    return int(t)
 
 
 def broadcast(obj):
@@ -252,9 +297,10 @@ class PPO:
 
     # ---- helpers -------------------------------------------------------------------------
     def _to_tensor(self, obs) -> Obs:
-        if isinstance(obs, dict):
-            return {k: torch.as_tensor(v, device=self.device) for k, v in obs.items()}
-        return torch.as_tensor(obs, device=self.device)
+        """Host -> device without waiting for the GPU: a non_blocking copy from pageable memory is
+        staged by CUDA before it returns, so the NumPy array may be reused at once."""
+        to = lambda v: torch.from_numpy(np.ascontiguousarray(v)).to(self.device, non_blocking=True)
+        return {k: to(v) for k, v in obs.items()} if isinstance(obs, dict) else to(obs)
 
     def _sync_optimizer(self) -> None:
         """After Agent.extend, pad Adam's moments to the grown parameters: old rows keep theirs,
@@ -279,34 +325,43 @@ class PPO:
     def train(self, envs: gym.vector.VectorEnv, steps: int, *, action_mask: np.ndarray | None = None,
               on_log: Callable[[dict, int], None] | None = None,
               on_step: Callable[[np.ndarray, dict], None] | None = None,
-              progress: Callable[[int], None] | None = None) -> dict:
-        """Collect rollouts and update until `steps` more primitive env steps are done.
-        Returns this call's episode stats."""
+              progress: Callable[[int], None] | None = None,
+              on_update: Callable[[int], None] | None = None) -> dict:
+        """Collect rollouts and update until `steps` more primitive env steps are done; returns this
+        call's episode stats (episodes that finished in it).
+
+        Envs live across calls: an env PPO has stepped before is never reset, so no episode is cut by
+        the end of a call, a checkpoint or new code actions (grow the envs in place with
+        env.set_vec_code_actions and the agent with Agent.extend). A new env is reset once, without a
+        seed. The call's last rollout ends where the budget is spent (within one vector step) and is
+        learned from like any other: GAE bootstraps from V(next obs) there, as at every rollout
+        boundary, and the next call goes on with the same episodes. `on_update(global_step)` runs after
+        every update, at a rollout boundary, where nothing is in flight: checkpoint there and learning is
+        the same as without checkpoints. The learning rate anneals over `total_steps` of the whole run
+        (iterations do not restart it)."""
         cfg, agent, dev = self.cfg, self.agent, self.device
         n_env, T, n_act = envs.num_envs, cfg.num_steps, agent.n_actions
         assert envs.single_action_space.n == n_act, "env and agent disagree on the number of actions"
         self._sync_optimizer()
-        rank = dist.get_rank() if distributed() else 0
-        if envs is not self.envs:  # a new env (e.g. more code actions): start fresh episodes
-            self.envs = envs  # under torchrun rank r's envs take the seeds after rank r-1's
-            self.next_obs = self._to_tensor(envs.reset(seed=cfg.seed + self.global_step + rank * n_env)[0])
-            if distributed():  # after extend() or a resume: every rank continues from rank 0's weights
-                for t in agent.state_dict().values():
-                    dist.broadcast(t, src=0)
+        if envs is not self.envs:  # a new env: its first episodes; its own seeds decide the worlds
+            self.envs, self.next_obs = envs, self._to_tensor(envs.reset()[0])
+        if distributed():  # after extend() or a resume: every rank continues from rank 0's weights
+            for t in agent.state_dict().values():
+                dist.broadcast(t, src=0)
         mask = None
         if action_mask is not None:
             mask = torch.as_tensor(np.broadcast_to(action_mask, (n_env, n_act)).copy(), device=dev)
             assert mask.any(dim=1).all(), "every env needs at least one allowed action"
 
-        # storage, preallocated on the device: (T, N, ...)
+        # storage (T, N, ...): what the agent computes stays on the device, what the envs return in NumPy
         space = envs.single_observation_space
         if isinstance(space, gym.spaces.Dict):
             obs_buf = {k: torch.zeros((T, n_env, *s.shape), dtype=self.next_obs[k].dtype, device=dev)
                        for k, s in space.items()}
         else:
             obs_buf = torch.zeros((T, n_env, *space.shape), dtype=torch.float32, device=dev)
-        actions, logprobs, rewards, values, next_values, terminated, dones, discounts = (
-            torch.zeros((T, n_env), device=dev) for _ in range(8))
+        actions, logprobs, values, next_values = (torch.zeros((T, n_env), device=dev) for _ in range(4))
+        rewards, terminated, dones, k_steps = (np.zeros((T, n_env), np.float32) for _ in range(4))
 
         start_step, t0 = self.global_step, time.time()
         episodes: list[tuple[float, int, float]] = []
@@ -314,7 +369,7 @@ class PPO:
             if cfg.anneal_lr:
                 lr = cfg.learning_rate * self._lr_frac(start_step, steps)
                 self.optimizer.param_groups[0]["lr"] = lr
-            n_before, used = len(episodes), T
+            n_before, used, final_values = len(episodes), T, []
             for t in range(T):
                 if isinstance(obs_buf, dict):
                     for k in obs_buf:
@@ -324,32 +379,25 @@ class PPO:
                 with torch.no_grad():
                     action, logprob, _, value = agent.get_action_and_value(self.next_obs, mask=mask)
                 actions[t], logprobs[t], values[t] = action, logprob, value
-                act_np = action.cpu().numpy()
+                act_np = action.cpu().numpy()  # the one wait for the GPU per vector step
                 obs, reward, term, trunc, infos = envs.step(act_np)
                 final = infos.get("final_info", {})
-                k_steps = step_info(infos, "prim_steps", 1, n_env)
+                k_steps[t] = step_info(infos, "prim_steps", 1, n_env)
                 self.next_obs = self._to_tensor(obs)
-                rewards[t] = torch.as_tensor(reward, device=dev)
-                terminated[t] = torch.as_tensor(term, device=dev)
-                dones[t] = torch.as_tensor(term | trunc, device=dev)
-                discounts[t] = torch.as_tensor(cfg.gamma ** k_steps, device=dev, dtype=torch.float32)
+                rewards[t], terminated[t], dones[t] = reward, term, term | trunc
                 trunc_only = np.flatnonzero(trunc & ~term)
                 if len(trunc_only):  # bootstrap truncated episodes from their real last observation
                     fo = [infos["final_obs"][i] for i in trunc_only]
                     fo = ({k: np.stack([o[k] for o in fo]) for k in fo[0]} if isinstance(fo[0], dict)
                           else np.stack(fo))
                     with torch.no_grad():
-                        next_values[t, trunc_only] = agent.get_value(self._to_tensor(fo))
+                        final_values.append((t, trunc_only, agent.get_value(self._to_tensor(fo))))
                 if "episode" in final:
                     ep = final["episode"]
                     for i in np.flatnonzero(final["_episode"]):
                         ok = float(ep["success"][i]) if "success" in ep else float("nan")
                         episodes.append((float(ep["r"][i]), int(ep["l"][i]), ok))
-                n_new = int(k_steps.sum())
-                if distributed():  # the budget is global: every rank must see the same global_step
-                    n = torch.tensor(n_new, device=dev)
-                    dist.all_reduce(n)
-                    n_new = int(n)
+                n_new = sum_over_ranks(int(k_steps[t].sum()))  # the budget is global: one count on all ranks
                 self.global_step += n_new
                 if on_step is not None:
                     on_step(act_np, infos)
@@ -360,12 +408,16 @@ class PPO:
                     break
 
             cut = lambda x, used=used: x[:used]  # (T, N, ...) -> (used, N, ...)
+            host = lambda x, used=used: torch.as_tensor(x[:used], device=dev)  # once per rollout
             with torch.no_grad():
+                for t, idx, v in final_values:
+                    next_values[t, torch.as_tensor(idx, device=dev)] = v
                 next_value = agent.get_value(self.next_obs)
                 nv = torch.cat([values[1:used], next_value[None]])
-                next_values[:used] = torch.where(dones[:used].bool(), next_values[:used], nv)
-                advantages, returns = compute_gae(*map(cut, (rewards, values, next_values, terminated, dones,
-                                                             discounts)), cfg.gae_lambda)
+                done = host(dones)
+                next_values[:used] = torch.where(done.bool(), next_values[:used], nv)
+                advantages, returns = compute_gae(host(rewards), cut(values), cut(next_values), host(terminated),
+                                                  done, host(k_steps), cfg.gamma, cfg.gae_lambda)
             obs_used = {k: cut(v) for k, v in obs_buf.items()} if isinstance(obs_buf, dict) else cut(obs_buf)
             metrics = self._update(obs_used, cut(actions).long(), cut(logprobs), cut(values), advantages, returns,
                                    mask)
@@ -379,14 +431,19 @@ class PPO:
                     metrics["charts/episodic_length"] = float(length.mean())
                     if not np.isnan(ok).all():
                         metrics["charts/success_rate"] = float(np.nanmean(ok))
+                        metrics["charts/success_episodes"] = int((~np.isnan(ok)).sum())
                 metrics["charts/learning_rate"] = self.optimizer.param_groups[0]["lr"]
                 metrics["charts/SPS"] = int((self.global_step - start_step) / (time.time() - t0))
                 on_log(metrics, self.global_step)
+            if on_update is not None:
+                on_update(self.global_step)
 
         r, length, ok = np.array(episodes).T if episodes else (np.array([np.nan]),) * 3
+        known = ~np.isnan(ok)
         return {"episodes": len(episodes), "mean_return": float(np.mean(r)),
                 "mean_length": float(np.mean(length)),
-                "success_rate": float(np.nanmean(ok)) if not np.isnan(ok).all() else float("nan"),
+                "success_rate": float(np.mean(ok[known])) if known.any() else float("nan"),
+                "success_episodes": int(known.sum()),
                 "env_steps": self.global_step - start_step,
                 "sps": (self.global_step - start_step) / (time.time() - t0)}
 
@@ -451,9 +508,11 @@ class PPO:
 
     def _average_gradients(self) -> None:
         """One all-reduce of all gradients flattened (cheaper than one per tensor), so every rank takes
-        the same Adam step and the weights stay bit-identical."""
-        params = list(self.agent.parameters())
-        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
+        the same Adam step and the weights stay bit-identical. Parameters without a gradient are left
+        out, not zero-filled: Adam skips a parameter whose grad is None, while a zero gradient would
+        still decay its moments and move it. Every rank runs the same graph, so all leave out the same."""
+        params = [p for p in self.agent.parameters() if p.grad is not None]
+        grads = [p.grad for p in params]
         flat = torch.cat([g.reshape(-1) for g in grads])
         dist.all_reduce(flat)
         flat /= dist.get_world_size()

@@ -113,10 +113,12 @@ def write_summary(run_dir: Path, history: list[dict], args) -> None:
     plot({args.mode: [(x, y)]}, run_dir / "success.png", f"{args.task} ({args.mode})")
     lines = [f"# {args.task}, mode {args.mode}, seed {args.seed}", "",
              f"Command: `python train.py --resume {run_dir}` continues it; config in `config.json`.", "",
-             "| iteration | env steps | train success | eval success | eval length | code actions | LLM calls |",
+             "| iteration | env steps | train success (n) | eval success | eval length | code actions | LLM calls |",
              "|---|---|---|---|---|---|---|"]
     for h in history:
-        lines.append(f"| {h['iteration']} | {h['env_steps']} | {h['train_success']:.2f} | {h['eval_success']:.2f} "
+        train = "-" if h["train_success"] is None else f"{h['train_success']:.2f}"
+        train += f" (n={h['train_episodes']})" if "train_episodes" in h else ""
+        lines.append(f"| {h['iteration']} | {h['env_steps']} | {train} | {h['eval_success']:.2f} "
                      f"| {h['eval_length']:.0f} | {', '.join(h['code_actions']) or '-'} | {h['llm_calls']} |")
     if history:
         reused = ", ".join(dict.fromkeys(history[-1].get("reused", []))) or "none"
@@ -131,7 +133,8 @@ def write_summary(run_dir: Path, history: list[dict], args) -> None:
               "Artefacts: `iter_k/plan.json`, `iter_k/skills/*.py`, `iter_k/attempts/` (every code tried), "
               "`iter_k/stats.json`, `iter_k/feedback.json`, "
               "`iter_k/eval.gif`, `llm_transcript.jsonl`, `metrics.jsonl` and TensorBoard events, "
-              "`stats.jsonl` (Crafter's format), `checkpoint.pt`.", ""]
+              "`stats.jsonl` (Crafter's format, one row per finished training episode), `unfinished.jsonl` "
+              "(episodes the run did not finish), `eval.jsonl` (evaluation episodes), `checkpoint.pt`.", ""]
     (run_dir / "summary.md").write_text("\n".join(lines))
 
 

@@ -79,7 +79,7 @@ The plan that was trained:
 {plan}
 
 Statistics after iteration {iteration} ({env_steps} environment steps):
-- success rate: {success_rate}; trend over training: {trend}
+- training success rate: {success_rate}; trend over training: {trend}
 - mean episode length: {episode_length} steps
 Code actions (times chosen by the RL agent, share of all its choices, how often the code returned \
 True, mean primitive steps per call, most common errors):
@@ -254,7 +254,7 @@ class SlowAgent:
         text = CRITIC_PROMPT.format(
             task=task.name, description=task.description, plan=_plan_text(plan),
             iteration=stats.get("iteration", "?"), env_steps=stats.get("env_steps", "?"),
-            success_rate=_num(stats.get("success_rate", 0.0)),
+            success_rate=_success(stats),
             trend=", ".join(_num(x) for x in stats.get("success_trend", [])) or "not measured",
             episode_length=_num(stats.get("mean_episode_length", 0.0)),
             code_actions=_code_action_lines(plan, code_actions, stats),
@@ -356,9 +356,17 @@ def rule_based_critique(plan: Plan, code_actions: list[CodeAction], stats: dict)
     if len(trend) >= 2:
         direction = "rising" if trend[-1] > trend[0] else "falling" if trend[-1] < trend[0] else "flat"
     summary = (f"[hand-written rule-based critic, not an LLM] success rate "
-               f"{_num(stats.get('success_rate', 0.0))}, trend {direction}. "
+               f"{_success(stats)}, trend {direction}. "
                + ("; ".join(notes) + "." if notes else "No code action stood out."))
     return Feedback(summary, [], to_rl, fixes)
+
+
+def _success(stats: dict) -> str:
+    """A success rate always with the number of finished episodes it is over (train.py's stats.json)."""
+    rate, n = stats.get("success_rate"), stats.get("success_episodes")
+    if rate is None:
+        return "not measured (no episode finished)"
+    return _num(rate) + (f" (n={n} finished episodes)" if n is not None else "")
 
 
 def _num(x) -> str:

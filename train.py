@@ -3,6 +3,7 @@
     python train.py --task collect_wood                    # hand-written reference skills, no LLM needed
     python train.py --task collect_wood --llm http         # any OpenAI-compatible endpoint, see README
     python train.py --task collect_wood --mode rl          # the plain-PPO baseline
+    python train.py --task collect_wood --mode rl+config   # plain PPO with the plan's action mask and shaping
     python train.py --task collect_wood --mode code        # one program for the whole task, no RL
     python train.py --resume runs/<run_dir>                # continue an interrupted run
     python train.py --help                                 # every setting, PPO's included
@@ -16,6 +17,14 @@ One iteration (the paper's two loops):
   4. evaluation episodes; the critic reads success, per-code-action statistics (and frames) and
      its feedback goes to the next plan (the slow loop)
 Budgets, curves and tables count primitive env steps: a code action that ran 12 steps counts 12.
+
+One set of training envs lives for the whole run: new code actions are added to it in place, and
+neither an iteration's end nor a checkpoint resets it, so no episode is cut by the trainer (a cut
+episode would be dropped from every statistic, and the long, failing ones are the ones cut most).
+An iteration ends where its share of the budget is spent (within one vector step); PPO learns from
+that last, shorter rollout like from any other, and the next iteration goes on with the same episodes.
+Checkpoints are written at rollout boundaries, so they do not change what is learned. The learning
+rate anneals linearly over the whole run's --total-steps: iterations do not restart it.
 
 Under torchrun (RANK/WORLD_SIZE set) every rank steps --num-envs / WORLD_SIZE envs and trains the same
 agent (ppo.py averages the gradients and sums the steps); rank 0 alone talks to the LLM and broadcasts
@@ -59,7 +68,8 @@ class Args:
     task: str = "collect_wood"
     """task to learn (--list-tasks prints them; minedojo:<task_id> needs MineDojo installed)"""
     mode: str = "rlgpt"
-    """rlgpt: code actions + PPO | rl: plain PPO, no LLM | code: one program for the whole task, no RL"""
+    """rlgpt: code actions + PPO | rl: plain PPO, no LLM | rl+config: plain PPO with the plan's action mask
+    and reward shaping, no code actions | code: one program for the whole task, no RL"""
     llm: str = "auto"
     """http | local | library | replay:<transcript.jsonl> | auto (http if an endpoint is set, else library)"""
     llm_url: str | None = None
@@ -76,7 +86,8 @@ class Args:
     num_envs: int = 8
     """parallel environments (under torchrun: in total, split evenly over the ranks)"""
     seed: int = 1
-    """seed of everything (envs get seed, seed+1, ...)"""
+    """seed of everything; each training episode's world is drawn from (seed, rank, env, episode), the
+    evaluation worlds from another stream (env.world_seed)"""
     device: str = "auto"
     """auto (CUDA when available) | cpu | cuda"""
     threads: int = 1
@@ -87,7 +98,8 @@ class Args:
     eval_episodes: int = 8
     """evaluation episodes after each iteration (fresh worlds, sampled policy)"""
     checkpoint_every: int = 10_000
-    """env steps between checkpoints (a crash loses at most this much)"""
+    """env steps between checkpoints (a crash loses about this much); written at the first rollout
+    boundary past each multiple, so they never change what is learned"""
     capture_video: bool = True
     """write a GIF of one evaluation episode per iteration"""
     track: bool = False
@@ -104,8 +116,8 @@ class Args:
     """print the tasks and exit"""
 
 
-MODES, BACKENDS = ("rlgpt", "rl", "code"), ("auto", "http", "local", "library")
-APPEND_LOGS = ("metrics.jsonl", "stats.jsonl")  # rewound to the checkpoint on --resume
+MODES, BACKENDS = ("rlgpt", "rl", "rl+config", "code"), ("auto", "http", "local", "library")
+APPEND_LOGS = ("metrics.jsonl", "stats.jsonl", "unfinished.jsonl", "eval.jsonl")  # rewound on --resume
 # What --resume may change: where the LLM is and the budget; everything else shapes the saved state.
 RESUMABLE = {"llm", "llm_url", "llm_model", "vision", "iterations", "total_steps", "device", "threads",
              "eval_episodes", "checkpoint_every", "capture_video", "track", "resume"}
@@ -139,7 +151,7 @@ def _add_fields(parser: argparse.ArgumentParser, cls: type, skip: set[str] = fro
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_fields(parser, Args)
-    _add_fields(parser, P.PPOConfig, skip={"seed"})
+    _add_fields(parser, P.PPOConfig)
     return parser
 
 
@@ -147,8 +159,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[Args, P.PPOConfig, argpar
     parser = make_parser()
     ns = vars(parser.parse_args(argv))
     args = Args(**{f.name: ns[f.name] for f in dataclasses.fields(Args)})
-    cfg = P.PPOConfig(**{f.name: ns[f.name] for f in dataclasses.fields(P.PPOConfig) if f.name != "seed"},
-                      seed=args.seed)
+    cfg = P.PPOConfig(**{f.name: ns[f.name] for f in dataclasses.fields(P.PPOConfig)})
     return args, cfg, parser
 
 
@@ -202,6 +213,8 @@ def validate(args: Args, parser: argparse.ArgumentParser) -> None:
     for name in ("iterations", "total_steps", "num_envs", "max_macro_steps", "checkpoint_every", "threads"):
         if getattr(args, name) <= 0:
             parser.error(f"--{name.replace('_', '-')} must be positive, not {getattr(args, name)}")
+    if args.seed < 0:
+        parser.error(f"--seed must be 0 or more, not {args.seed}")
     if args.num_envs % int(os.environ.get("WORLD_SIZE", 1)):
         parser.error(f"--num-envs {args.num_envs} does not split evenly over {os.environ['WORLD_SIZE']} ranks")
     skills_dir = SL.library_path(args.skills, args.runs_dir)
@@ -287,7 +300,8 @@ class Library:
         while name in taken:
             v += 1
             name = f"{sub}_v{v}"
-        action = dataclasses.replace(action, name=name, entry=action.function)
+        action = dataclasses.replace(action, name=name, entry=action.function,
+                                     replaces=current.name if current is not None else "")
         self.actions.append(action)
         self.active[sub] = name
         return action
@@ -341,19 +355,53 @@ class CodeStats:
 
 
 # ----------------------------------------------------------------------------------------------
+# The run's one set of training envs: built once, grown in place, never reset by the trainer.
+
+
+def make_train_envs(args: Args, run: dict, cfg: P.PPOConfig, library: Library):
+    """This rank's share of --num-envs. Crafter tasks append every finished episode to stats.jsonl."""
+    options = {} if args.task.startswith("minedojo:") else {"stats_path": run["dir"] / "stats.jsonl"}
+    return E.make_vec_env(args.task, args.num_envs // run["world"], code_actions=library.actions, seed=args.seed,
+                          rank=run["rank"], max_macro_steps=args.max_macro_steps, gamma=cfg.gamma, **options)
+
+
+def is_crafter(args: Args) -> bool:
+    return not args.task.startswith("minedojo:")
+
+
+def running_episodes(args: Args, envs) -> tuple[list[dict], list[int]]:
+    """The episodes in progress as Crafter rows (steps taken so far) and each env's episode number,
+    gathered over the ranks (every rank must call this at the same point)."""
+    if not is_crafter(args):
+        return [], []
+    rows = [r for r in envs.call("stats_row") if r["length"] > 0]
+    return P.all_gather(rows), P.all_gather(list(envs.get_attr("episode_number")))
+
+
+def write_rows(path: Path, rows: list[dict]) -> None:
+    with open(path, "a") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in rows))
+
+
+# ----------------------------------------------------------------------------------------------
 # Evaluation and the whole-task program of --mode code.
 
 
-def evaluate(agent: P.Agent, args: Args, library: Library, mask: np.ndarray, iteration: int,
+def evaluate(agent: P.Agent, args: Args, library: Library, mask: np.ndarray, iteration: int, gamma: float,
              fixed_action: int | None = None) -> dict:
-    """Fresh worlds (seeds the training envs never see), the sampled policy; returns the frames of the
-    first episode (for the GIF) and of the first failed one (for a vision critic)."""
-    env = E.make_env(args.task, code_actions=library.actions, max_macro_steps=args.max_macro_steps)
+    """Fresh worlds from the evaluation seed stream (training never plays them), the sampled policy;
+    returns Crafter rows of the episodes, the frames of the first episode (for the GIF) and of the
+    first failed one (for a vision critic)."""
+    options = {"stream": E.EVAL, "index": iteration} if is_crafter(args) else {}
+    env = E.make_env(args.task, args.seed, code_actions=library.actions, max_macro_steps=args.max_macro_steps,
+                     gamma=gamma, **options)
     env.unwrapped.frames = []
+    env.unwrapped.iteration = iteration
     device = next(agent.parameters()).device
-    results, first_frames, failed_frames = [], None, None
+    results, rows, first_frames, failed_frames = [], [], None, None
     for ep in range(args.eval_episodes):
-        obs, _ = env.reset(seed=10_000_000 + 1000 * args.seed + 100 * iteration + ep)
+        seed = None if is_crafter(args) else 10_000_000 + 1000 * args.seed + 100 * iteration + ep
+        obs, _ = env.reset(seed=seed)
         done = False
         while not done:
             if fixed_action is not None:
@@ -366,6 +414,8 @@ def evaluate(agent: P.Agent, args: Args, library: Library, mask: np.ndarray, ite
             obs, _, terminated, truncated, info = env.step(action)
             done = terminated or truncated
         results.append(info["episode"])
+        if is_crafter(args):
+            rows.append(env.unwrapped.stats_row())
         first_frames = first_frames or list(env.unwrapped.frames)
         if not info["episode"]["success"] and failed_frames is None:
             failed_frames = list(env.unwrapped.frames)
@@ -373,25 +423,37 @@ def evaluate(agent: P.Agent, args: Args, library: Library, mask: np.ndarray, ite
     return {"success_rate": float(np.mean([r["success"] for r in results])),
             "mean_length": float(np.mean([r["l"] for r in results])),
             "mean_return": float(np.mean([r["r"] for r in results])),
-            "env_steps": int(sum(r["l"] for r in results)),
+            "env_steps": int(sum(r["l"] for r in results)), "rows": rows,
             "frames": first_frames or [], "failed_frames": failed_frames or []}
 
 
-def run_program(envs, action: int, steps: int, on_step, progress) -> dict:
-    """--mode code: every decision calls the one program; the same budget and statistics as PPO."""
-    envs.reset(seed=int(np.random.randint(2**31)))
-    done_steps, episodes = 0, []
-    while done_steps < steps:
+def run_program(run: dict, ppo: P.PPO, action: int, steps: int, on_step, progress, on_log, on_update) -> dict:
+    """--mode code: every decision calls the one program, on the run's envs (reset once, when first
+    used); the same budget, step count and statistics as PPO, logged every num_steps vector steps."""
+    envs, log_every = run["envs"], ppo.cfg.num_steps
+    if not run["envs_started"]:
+        envs.reset()
+        run["envs_started"] = True
+    start, episodes, logged, vector_steps = ppo.global_step, [], 0, 0
+    while ppo.global_step - start < steps:
         actions = np.full(envs.num_envs, action)
         _, _, _, _, infos = envs.step(actions)
-        n = sum(P.all_gather([int(P.step_info(infos, "prim_steps", 1, len(actions)).sum())]))  # all ranks
-        done_steps += n
+        n = P.sum_over_ranks(int(P.step_info(infos, "prim_steps", 1, len(actions)).sum()))
+        ppo.global_step += n
+        vector_steps += 1
         on_step(actions, infos)
         progress(n)
         final = infos.get("final_info", {})
         if "episode" in final:
             episodes += [bool(final["episode"]["success"][i]) for i in np.flatnonzero(final["_episode"])]
-    return {"env_steps": done_steps, "episodes": len(episodes),
+        if vector_steps % log_every == 0 or ppo.global_step - start >= steps:
+            episodes[logged:] = P.all_gather(episodes[logged:])
+            if len(episodes) > logged:
+                on_log({"charts/success_rate": float(np.mean(episodes[logged:])),
+                        "charts/success_episodes": len(episodes) - logged}, ppo.global_step)
+            logged = len(episodes)
+            on_update(ppo.global_step)
+    return {"env_steps": ppo.global_step - start, "episodes": len(episodes), "success_episodes": len(episodes),
             "success_rate": float(np.mean(episodes)) if episodes else float("nan")}
 
 
@@ -422,21 +484,28 @@ def log_metrics(run: dict, metrics: dict, step: int) -> None:
 
 
 def save(run: dict, ppo: P.PPO, library: Library, state: dict) -> None:
+    """Called by every rank at the same point (a rollout boundary): the episodes in progress are gathered,
+    so a resume can write them to unfinished.jsonl and go on with the next episode number of each env."""
+    running, episode_numbers = running_episodes(run["args"], run["envs"])
     if run["rank"]:  # rank 0 alone checkpoints (all ranks hold the same weights)
         return
     logs = {name: (run["dir"] / name).stat().st_size for name in APPEND_LOGS if (run["dir"] / name).is_file()}
-    state = dict(state, library_active=library.active, log_sizes=logs)
+    state = dict(state, library_active=library.active, log_sizes=logs, running=running,
+                 episode_numbers=episode_numbers)
     P.save_checkpoint(str(run["dir"] / "checkpoint.pt"), ppo, [asdict(a) for a in library.actions], state)
 
 
-def rewind_logs(run_dir: Path, sizes: dict[str, int]) -> None:
+def rewind_logs(run_dir: Path, sizes: dict[str, int], running: list[dict]) -> None:
     """On resume, cut the append-only logs back to the checkpoint, so the steps run again after it are
-    not counted twice in curves and in Crafter's score."""
-    for name, size in sizes.items():
+    not counted twice in curves and in Crafter's score. The episodes that were going on at the
+    checkpoint cannot go on (a resumed run starts new worlds): they go to unfinished.jsonl with the
+    steps they had taken, so stats.jsonl + unfinished.jsonl still sum to global_step."""
+    for name in APPEND_LOGS:
         path = run_dir / name
-        if path.is_file() and path.stat().st_size > size:
+        if path.is_file() and path.stat().st_size > sizes.get(name, 0):
             with open(path, "r+b") as f:
-                f.truncate(size)
+                f.truncate(sizes.get(name, 0))
+    write_rows(run_dir / "unfinished.jsonl", running)
 
 
 def log_rejections(k: int, what: str, slow: SlowAgent) -> None:
@@ -468,7 +537,7 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
             plan = previous
         finally:
             log_rejections(k, "plan", slow)
-        subs = plan.code_subactions
+        subs = [] if args.mode == "rl+config" else plan.code_subactions  # rl+config: the plan's RL config only
     state["plan"] = plan.to_dict()
     (it_dir / "plan.json").write_text(json.dumps(state["plan"], indent=2))
     for sub in subs:
@@ -513,17 +582,24 @@ def reuse_skill(run: dict, fast: FastAgent, sub: SubAction, k: int) -> E.CodeAct
     return action
 
 
+def plan_rl_config(args: Args, state: dict) -> dict:
+    """The plan's action mask and reward shaping, in the modes that use them (rlgpt and rl+config)."""
+    if args.mode not in ("rlgpt", "rl+config") or not state["plan"]:
+        return {}
+    return Plan.from_dict(state["plan"]).rl_config
+
+
 def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: dict) -> None:
     """Steps 3-4 of an iteration: RL on this iteration's share of the budget, evaluation, the critic."""
-    k, n_base, t0 = state["iteration"], len(E.ACTIONS), time.time()
+    k, t0 = state["iteration"], time.time()
+    n_base = ppo.agent.n_actions - len(library.actions)
     plan = Plan.from_dict(state["plan"]) if state["plan"] else None
-    rl_config = plan.rl_config if plan is not None and args.mode == "rlgpt" else {}
-    mask = library.mask(ppo.agent.n_actions - len(library.actions), rl_config.get("mask_actions", []))
-    options = {} if args.task.startswith("minedojo:") else {
-        "stats_path": run["dir"] / "stats.jsonl", "shaping": rl_config.get("shaping")}
-    n_envs = args.num_envs // run["world"]  # this rank's share; its seeds follow the lower ranks'
-    envs = E.make_vec_env(args.task, n_envs, code_actions=library.actions, seed=args.seed * 1000 + run["rank"] * n_envs,
-                          max_macro_steps=args.max_macro_steps, **options)
+    rl_config = plan_rl_config(args, state)
+    mask = library.mask(n_base, rl_config.get("mask_actions", []))
+    envs = run["envs"]
+    if is_crafter(args):  # the plan's shaping, and the iteration the stats rows name (the one they end in)
+        envs.call("set_shaping", rl_config.get("shaping"))
+        envs.set_attr("iteration", k)
     program = n_base + library.actions.index(
         next(a for a in library.actions if a.name == library.active["solve_task"])) \
         if args.mode == "code" and "solve_task" in library.active else None
@@ -532,29 +608,30 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
                desc=f"iter {k + 1}/{args.iterations}", dynamic_ncols=True,
                mininterval=0.5 if sys.stderr.isatty() else 30,  # a log file gets a line every 30 s
                disable=run["rank"] > 0)
-    stats, trend = CodeStats(library), []
+    stats, trend, last = CodeStats(library), [], [None]
     llm_calls = lambda: run["llm"].calls if run["llm"] is not None else 0
 
     def on_log(metrics: dict, step: int) -> None:
         log_metrics(run, metrics, step)
-        if "charts/success_rate" in metrics:
+        if "charts/success_rate" in metrics:  # the episodes that finished in this update, and how many
             trend.append(round(metrics["charts/success_rate"], 3))
-        bar.set_postfix(SPS=metrics.get("charts/SPS"), success=trend[-1] if trend else None, llm=llm_calls())
+            last[0] = f"{trend[-1]:.2f} (n={metrics['charts/success_episodes']})"
+        bar.set_postfix(SPS=metrics.get("charts/SPS"), success=last[0], llm=llm_calls())
 
-    while ppo.global_step < target:
-        chunk = min(args.checkpoint_every, target - ppo.global_step)
-        if args.mode == "code":
-            if program is None:  # no program was accepted: nothing to run, the budget is forfeited
-                ppo.global_step = target
-                break
-            result = run_program(envs, program, chunk, stats, bar.update)
-            ppo.global_step += result["env_steps"]
-            if result["episodes"]:
-                on_log({"charts/success_rate": result["success_rate"]}, ppo.global_step)
-        else:
-            ppo.train(envs, chunk, action_mask=mask, on_log=on_log, on_step=stats, progress=bar.update)
-        save(run, ppo, library, state)
-    envs.close()
+    def on_update(step: int) -> None:  # at a rollout boundary: checkpoint once past each multiple
+        if step // args.checkpoint_every > run["checkpoint_mark"]:
+            run["checkpoint_mark"] = step // args.checkpoint_every
+            save(run, ppo, library, state)
+
+    if ppo.global_step >= target:
+        result = {"episodes": 0, "success_episodes": 0, "success_rate": float("nan")}
+    elif args.mode == "code" and program is None:  # no program was accepted: nothing runs, no step counts
+        result = {"episodes": 0, "success_episodes": 0, "success_rate": float("nan")}
+    elif args.mode == "code":
+        result = run_program(run, ppo, program, target - ppo.global_step, stats, bar.update, on_log, on_update)
+    else:
+        result = ppo.train(envs, target - ppo.global_step, action_mask=mask, on_log=on_log, on_step=stats,
+                           progress=bar.update, on_update=on_update)
     bar.close()
     stats.gather()
     if run["rank"]:  # evaluation, the critic and the run directory are rank 0's
@@ -566,7 +643,8 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
         except OSError as e:
             tqdm.write(f"[iter {k + 1}] warning: the skill library could not be written ({e}); the run goes on")
 
-    ev = evaluate(ppo.agent, args, library, mask, k, fixed_action=program)
+    ev = evaluate(ppo.agent, args, library, mask, k, ppo.cfg.gamma, fixed_action=program)
+    write_rows(run["dir"] / "eval.jsonl", ev["rows"])
     log_metrics(run, {"eval/success_rate": ev["success_rate"], "eval/episodic_length": ev["mean_length"],
                       "eval/episodic_return": ev["mean_return"]}, ppo.global_step)
     for name, row in stats.summary().items():
@@ -576,20 +654,24 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
     it_dir.mkdir(exist_ok=True)
     if args.capture_video and ev["frames"]:
         report.write_gif(it_dir / "eval.gif", ev["frames"])
+    n_train = result["success_episodes"]  # training success: the episodes that finished in this iteration
+    train_success = round(result["success_rate"], 3) if n_train else None
     critic_stats = {"task": args.task, "iteration": k + 1, "env_steps": ppo.global_step,
-                    "success_rate": trend[-1] if trend else ev["success_rate"], "success_trend": trend[-10:],
-                    "eval_success_rate": ev["success_rate"], "mean_episode_length": ev["mean_length"],
-                    "code_actions": stats.summary()}
+                    "success_rate": train_success, "success_episodes": n_train, "success_trend": trend[-10:],
+                    "eval_success_rate": ev["success_rate"], "eval_episodes": args.eval_episodes,
+                    "mean_episode_length": ev["mean_length"], "code_actions": stats.summary()}
     (it_dir / "stats.json").write_text(json.dumps(critic_stats, indent=2))
     state["history"].append({"iteration": k + 1, "env_steps": ppo.global_step,
-                             "train_success": critic_stats["success_rate"], "eval_success": ev["success_rate"],
+                             "train_success": train_success, "train_episodes": n_train,
+                             "eval_success": ev["success_rate"],
                              "eval_length": ev["mean_length"], "eval_env_steps": ev["env_steps"],
-                             "code_actions": list(library.active.values()), "llm_calls": llm_calls(),
-                             "reused": state.get("reused", []),
+                             "code_actions": list(library.active.values()), "rl_config": rl_config,
+                             "llm_calls": llm_calls(), "reused": state.get("reused", []),
                              "n_actions": ppo.agent.n_actions,
                              "wall_s": round(time.time() - t0, 1)})
-    tqdm.write(f"[iter {k + 1}] env steps {ppo.global_step}: train success {critic_stats['success_rate']}, "
-               f"eval success {ev['success_rate']:.2f} over {args.eval_episodes} episodes")
+    shown = "-" if train_success is None else f"{train_success:.2f}"
+    tqdm.write(f"[iter {k + 1}] env steps {ppo.global_step}: train success {shown} (n={n_train}), "
+               f"eval success {ev['success_rate']:.2f} (n={args.eval_episodes})")
     if args.mode == "rl" or k + 1 == args.iterations:
         return
     frames = report.png_frames(ev["failed_frames"]) if args.vision else None
@@ -606,6 +688,22 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
     state["feedback"] = feedback.to_dict()
     (it_dir / "feedback.json").write_text(json.dumps(state["feedback"], indent=2))
     tqdm.write(f"[iter {k + 1}] critic: {feedback.summary}")
+
+
+def grow_actions(args: Args, run: dict, ppo: P.PPO, library: Library, state: dict, n_base: int) -> None:
+    """New code actions join the agent (Agent.extend) and the run's envs (in place, no reset). A rewrite
+    (v2) starts from the logit row of the version it replaces; a new action's prior is taken over the
+    actions this iteration's mask allows."""
+    agent = ppo.agent
+    grow = n_base + len(library.actions) - agent.n_actions
+    if grow <= 0:
+        return
+    names = [a.name for a in library.actions]
+    copy_from = [n_base + names.index(a.replaces) if a.replaces in names else None
+                 for a in library.actions[-grow:]]
+    old_mask = library.mask(n_base, plan_rl_config(args, state).get("mask_actions", []))[:agent.n_actions]
+    agent.extend(grow, prior=ppo.cfg.new_action_prior, obs=ppo.next_obs, mask=old_mask, copy_from=copy_from)
+    E.set_vec_code_actions(run["envs"], library.actions)
 
 
 def check_ranks_agree(run_dir: Path, ppo: P.PPO, library: Library, rank: int) -> None:
@@ -659,7 +757,7 @@ def main(argv: list[str] | None = None) -> int:
     from torch.utils.tensorboard import SummaryWriter
 
     run = {"dir": run_dir, "writer": SummaryWriter(str(run_dir)) if rank == 0 else None, "wandb": None,
-           "iteration": 0, "llm": llm, "rank": rank, "world": world, "skills": None}
+           "iteration": 0, "llm": llm, "rank": rank, "world": world, "args": args, "skills": None}
     if args.track and rank == 0:
         import wandb
 
@@ -681,12 +779,20 @@ def main(argv: list[str] | None = None) -> int:
     library = Library()
     state = {"iteration": 0, "phase": "plan", "plan": None, "feedback": None, "history": []}
     ckpt = run_dir / "checkpoint.pt"
+    episode_numbers = []
     if args.resume and ckpt.is_file():
         actions, state = P.load_checkpoint(str(ckpt), ppo)
         library = Library([E.CodeAction(**a) for a in actions], state.pop("library_active"))
+        running, episode_numbers = state.pop("running", []), state.pop("episode_numbers", [])
         if rank == 0:
-            rewind_logs(run_dir, state.get("log_sizes", {}))
-            print(f"resumed from {ckpt}: iteration {state['iteration'] + 1}, {ppo.global_step} env steps done")
+            rewind_logs(run_dir, state.get("log_sizes", {}), running)
+            print(f"resumed from {ckpt}: iteration {state['iteration'] + 1}, {ppo.global_step} env steps done"
+                  f" ({len(running)} episodes going on at the checkpoint went to unfinished.jsonl)")
+    run["envs"], run["envs_started"] = make_train_envs(args, run, cfg, library), False
+    run["checkpoint_mark"] = ppo.global_step // args.checkpoint_every
+    if episode_numbers:  # go on with each env's next world, not its first one again
+        n = run["envs"].num_envs
+        run["envs"].set_attr("episode_number", episode_numbers[rank * n:(rank + 1) * n])
     if rank:  # ...and samples its own actions (a checkpoint holds rank 0's RNG state)
         P.seed_everything(args.seed + 1000 * rank + ppo.global_step)
     slow, fast = SlowAgent(llm), FastAgent(llm, dry_run_task=args.task, dry_run_steps=args.max_macro_steps)
@@ -701,15 +807,16 @@ def main(argv: list[str] | None = None) -> int:
                     state, actions, active = P.broadcast([state, [asdict(a) for a in library.actions],
                                                           library.active])
                     library = Library([E.CodeAction(**a) for a in actions], active)
-                grow = n_base + len(library.actions) - agent.n_actions
-                if grow > 0:
-                    agent.extend(grow, prior=cfg.new_action_prior, obs=ppo.next_obs)
+                grow_actions(args, run, ppo, library, state, n_base)
                 state["phase"] = "train"
                 save(run, ppo, library, state)
             train_iteration(args, run, ppo, library, state)
             state["iteration"] += 1
             state["phase"] = "plan"
             save(run, ppo, library, state)
+        running, _ = running_episodes(args, run["envs"])
+        if rank == 0:  # the episodes still going when the budget ran out
+            write_rows(run_dir / "unfinished.jsonl", running)
     except KeyboardInterrupt:
         print(f"\ninterrupted: resume with  python train.py --resume {run_dir}", file=sys.stderr)
         return 130
@@ -719,6 +826,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"every request and reply is in {run_dir / 'llm_transcript.jsonl'}", file=sys.stderr)
         return 2
     finally:
+        run["envs"].close()
         if run["writer"] is not None:
             run["writer"].close()
         if server is not None:

@@ -19,6 +19,10 @@ not show it (it lists it), and the cell runs again, into a fresh v<N>/ directory
 commit each run ran at, with a dirty flag, is recorded for audit; it does not decide staleness, since
 most commits do not change the numbers. The code and RL-GPT cells use `--llm library`: the hand-written
 reference skills and plans, not an LLM.
+
+The modes separate the two things RL-GPT adds to PPO: `rl+config` is plain PPO with the plan's action
+mask and reward shaping but no code action, so rl -> rl+config measures the plan's RL config alone and
+rl+config -> rlgpt the code actions alone.
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     envs = rl_env.make_vec_env(args.task, args.num_envs, seed=args.seed)
     agent = Agent(envs.single_observation_space, envs.single_action_space.n)
-    ppo = PPO(agent, PPOConfig(seed=args.seed, precision=args.precision), device=args.device, total_steps=args.steps)
+    ppo = PPO(agent, PPOConfig(precision=args.precision), device=args.device, total_steps=args.steps)
     episodes: list[tuple[int, float, int]] = []  # (global_step at the end, success, length)
 
     def on_step(actions: np.ndarray, infos: dict) -> None:

@@ -62,6 +62,10 @@ def test_two_ranks_make_one_run_with_identical_weights(runs):
     assert [a["name"] for a in ckpt["code_actions"]] == [name for name, _ in final[0]["code_actions"]]
     assert ckpt["ppo"]["global_step"] == final[0]["global_step"]
     assert [r["iteration"] for r in history(d)] == [1, 2]
+    # both ranks' episodes, finished (stats.jsonl) or not (unfinished.jsonl), hold every step of the run
+    rows = [json.loads(x) for name in ("stats.jsonl", "unfinished.jsonl") for x in (d / name).read_text().splitlines()]
+    assert sum(r["length"] for r in rows) == ckpt["ppo"]["global_step"]
+    assert len({r["seed"] for r in rows}) == len(rows)  # the ranks play different worlds
     # the weights were updated after the last broadcast (start of iteration 2), so equality above shows
     # the gradient averaging, not just the broadcast
     rows = [json.loads(line) for line in (d / "metrics.jsonl").read_text().splitlines()]

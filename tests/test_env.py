@@ -151,3 +151,62 @@ def test_unknown_task_names_close_matches():
     with pytest.raises(ValueError, match="collect_wood"):
         E.make_env("colect_wood")
     assert E.get_task("harvest_log").name == "collect_wood"
+
+
+def test_code_actions_grow_in_place_without_cutting_episodes():
+    envs = E.make_vec_env("collect_wood", 2, seed=0, max_steps=50)
+    envs.reset()
+    for _ in range(5):
+        envs.step(np.zeros(2, dtype=np.int64))
+    seeds = [r["seed"] for r in envs.call("stats_row")]
+    E.set_vec_code_actions(envs, [code("wait", "    api.noop(3)\n    return True\n")])
+    assert envs.single_action_space.n == 18 and envs.action_space.shape == (2,)
+    assert [r["length"] for r in envs.call("stats_row")] == [5, 5]  # the episodes go on
+    _, _, _, _, infos = envs.step(np.full(2, 17))
+    assert list(infos["code_action"]) == [0, 0] and list(infos["prim_steps"]) == [3, 3]
+    assert [r["length"] for r in envs.call("stats_row")] == [8, 8]
+    assert [r["seed"] for r in envs.call("stats_row")] == seeds  # the same worlds
+    with pytest.raises(ValueError, match="appended"):
+        E.set_vec_code_actions(envs, [code("other", "    return True\n")])
+    envs.close()
+
+
+def test_world_seeds_are_distinct_and_the_recorded_seed_made_the_world(monkeypatch):
+    keys = [(s, stream, rank, i, ep) for s in (1, 2) for stream in (E.TRAIN, E.EVAL) for rank in (0, 1)
+            for i in range(4) for ep in range(50)]
+    seeds = [E.world_seed(*k) for k in keys]
+    assert len(set(seeds)) == len(keys)
+    assert all(0 <= s < 2**31 - 1 and s % 2 == k[1] for s, k in zip(seeds, keys, strict=True))  # stream = parity
+    made, world_reset = [], E._crafter_world_reset  # the seed Crafter's own World.reset gets
+
+    def spy(world, seed):
+        made.append(seed)
+        world_reset(world, seed)
+
+    monkeypatch.setattr(E, "_crafter_world_reset", spy)
+    env = E.CrafterEnv("collect_wood", seed=7, rank=1, index=2, max_steps=3)
+    for episode in range(3):
+        env.reset()
+        for _ in range(3):
+            env.step(0)
+        assert env.stats_row()["seed"] == made[-1] == E.world_seed(7, E.TRAIN, 1, 2, episode)
+    env.reset(seed=3)  # an explicit seed plays the world crafter.Env(seed=3) plays first
+    assert made[-1] == env.stats_row()["seed"] == hash((3, 1)) % (2**31 - 1)
+
+
+def test_macro_reward_is_discounted_and_the_logged_return_is_not():
+    actions = [code("chop", "    api.go_to('tree', 30)\n    api.do()\n    api.noop(3)\n    return True\n")]
+    rewards = {}
+    for gamma in (1.0, 0.5):
+        env = E.make_env("collect_wood", 0, code_actions=actions, gamma=gamma, max_macro_steps=60)
+        seed = 0
+        while True:  # a world with a tree in view, so the code action collects wood (reward 1, the last step)
+            env.reset(seed=seed)
+            seed += 1
+            if env.unwrapped.make_api(0).nearest("tree") is not None:
+                break
+        _, reward, terminated, _, info = env.step(17)
+        assert terminated and info["success"] and info["episode"]["r"] == 1.0  # logged: undiscounted
+        rewards[gamma] = (reward, info["prim_steps"])
+    assert rewards[1.0] == (1.0, rewards[0.5][1])
+    assert rewards[0.5][0] == pytest.approx(0.5 ** (rewards[0.5][1] - 1))  # r at step k-1: gamma^(k-1)

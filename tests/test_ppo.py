@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+import env as E
 import ppo as ppo_mod
 from ppo import PPO, Agent, PPOConfig, compute_gae, load_checkpoint, save_checkpoint, seed_everything
 
@@ -71,11 +72,11 @@ def test_gae_hand_computed():
     next_values = torch.tensor([[1.0], [2.0], [3.0], [9.0]])
     terminated = torch.tensor([[0.0], [0.0], [0.0], [1.0]])
     dones = torch.tensor([[0.0], [0.0], [1.0], [1.0]])
-    discounts = torch.tensor([[g], [g ** 3], [g], [g]])
-    adv, ret = compute_gae(rewards, values, next_values, terminated, dones, discounts, lam)
+    k_steps = torch.tensor([[1.0], [3.0], [1.0], [1.0]])
+    adv, ret = compute_gae(rewards, values, next_values, terminated, dones, k_steps, g, lam)
     a3 = 1.0 - 0.7  # terminal: no bootstrap
     a2 = 0.5 + 0.9 * 3.0 - 2.0  # truncated: bootstrap from V(final_obs), trace cut
-    a1 = (2.0 + 0.729 * 2.0 - 1.0) + 0.729 * 0.8 * a2  # gamma^3 for the macro step
+    a1 = (2.0 + 0.729 * 2.0 - 1.0) + 0.729 * 0.512 * a2  # gamma^3 bootstrap, (gamma lambda)^3 trace: macro step
     a0 = (1.0 + 0.9 * 1.0 - 0.5) + 0.9 * 0.8 * a1
     torch.testing.assert_close(adv[:, 0], torch.tensor([a0, a1, a2, a3]))
     torch.testing.assert_close(ret, adv + values)
@@ -89,13 +90,13 @@ def test_rollout_feeds_gae_semi_mdp_discounts_and_truncation_bootstrap(monkeypat
     ppo = PPO(agent, cfg)
     seen = {}
 
-    def spy(rewards, values, next_values, terminated, dones, discounts, lam):
+    def spy(rewards, values, next_values, terminated, dones, k_steps, gamma, lam):
         if seen:  # keep the first (full) rollout only
-            return compute_gae(rewards, values, next_values, terminated, dones, discounts, lam)
+            return compute_gae(rewards, values, next_values, terminated, dones, k_steps, gamma, lam)
         seen.update(rewards=rewards.clone(), next_values=next_values.clone(), terminated=terminated.clone(),
-                    dones=dones.clone(), discounts=discounts.clone(), values=values.clone())
+                    dones=dones.clone(), discounts=gamma ** k_steps, values=values.clone())
         seen["final_v"] = agent.get_value(torch.tensor([[1.0, 1.0, 0.5]]))  # truncated episode's last obs
-        return compute_gae(rewards, values, next_values, terminated, dones, discounts, lam)
+        return compute_gae(rewards, values, next_values, terminated, dones, k_steps, gamma, lam)
 
     monkeypatch.setattr(ppo_mod, "compute_gae", spy)
     actions = []
@@ -111,6 +112,89 @@ def test_rollout_feeds_gae_semi_mdp_discounts_and_truncation_bootstrap(monkeypat
     torch.testing.assert_close(seen["dones"][:, 0], torch.tensor([0, 0, 1, 0, 0, 1.0]))
     torch.testing.assert_close(seen["next_values"][5], seen["final_v"].expand(2))
     torch.testing.assert_close(seen["next_values"][:2], seen["values"][1:3])  # mid-episode: V(s_{t+1})
+
+
+class ScriptedAPI(E.PrimitiveAPI):
+    def wait(self, times: int) -> None:
+        """Take `times` primitive steps."""
+        for _ in range(times):
+            self._act(0)
+
+
+class ScriptedEnv(gym.Env):
+    """Known rewards: primitive step j of an episode (j = 0, 1, ...) pays 1 + j; episodes terminate after
+    EP_LEN primitive steps. Code actions (through env.CodeActions) run against ScriptedAPI."""
+
+    EP_LEN = 10
+
+    def __init__(self):
+        self.observation_space = gym.spaces.Box(0.0, 1.0, (2,), np.float32)
+        self.action_space = gym.spaces.Discrete(1)  # one primitive action; CodeActions adds action 1
+
+    def _obs(self):
+        return np.array([self.j / self.EP_LEN, 1.0], dtype=np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.j = 0
+        return self._obs(), {}
+
+    def step(self, action):
+        reward, self.j = 1.0 + self.j, self.j + 1
+        done = self.j >= self.EP_LEN
+        info = {"prim_steps": 1, "episode": {"r": 0.0, "l": self.j}} if done else {"prim_steps": 1}
+        return self._obs(), reward, done, False, info
+
+    def make_api(self, budget: int, gamma: float = 1.0) -> ScriptedAPI:
+        return ScriptedAPI(self, budget, gamma)
+
+
+def test_semi_mdp_returns_and_advantages_match_a_hand_computation(monkeypatch):
+    """Primitive steps and a 3-step code action mixed: PPO must see R = sum_i gamma^i r_i for the macro
+    step, bootstrap with gamma^k and carry the GAE trace with (gamma lambda)^k."""
+    g, lam, T = 0.9, 0.8, 12
+    wait3 = E.CodeAction("wait3", "def wait3(api):\n    api.wait(3)\n    return True\n")
+    envs = gym.vector.SyncVectorEnv([lambda: E.CodeActions(ScriptedEnv(), [wait3], gamma=g) for _ in range(2)],
+                                    autoreset_mode=SAME_STEP)
+    seed_everything(6)
+    agent = Agent(envs.single_observation_space, 2)
+    seen = []
+
+    def spy(*args):
+        out = compute_gae(*args)
+        seen.append([a.clone() if torch.is_tensor(a) else a for a in args] + [t.clone() for t in out])
+        return out
+
+    monkeypatch.setattr(ppo_mod, "compute_gae", spy)
+    taken = []
+    ppo = PPO(agent, PPOConfig(num_steps=T, gamma=g, gae_lambda=lam, update_epochs=1))
+    ppo.train(envs, 3 * 2 * T, on_step=lambda a, infos: taken.append(a.copy()))  # the first rollout is full
+    rewards, values, next_values, terminated, dones, k_steps, gamma, gl, adv, ret = seen[0]
+    taken = np.stack(taken)[:T]
+    assert (taken == 0).any() and (taken == 1).any(), "the test needs primitive and macro steps mixed"
+    for n in range(2):
+        j, expect_r, expect_k, expect_done = 0, [], [], []
+        for a in taken[:, n]:  # replay the episode by hand: rewards 1 + j, episodes of EP_LEN steps
+            k = min(3 if a == 1 else 1, ScriptedEnv.EP_LEN - j)
+            expect_r.append(sum(g ** i * (1.0 + j + i) for i in range(k)))
+            expect_k.append(k)
+            j += k
+            expect_done.append(j >= ScriptedEnv.EP_LEN)
+            j = 0 if expect_done[-1] else j
+        torch.testing.assert_close(rewards[:, n], torch.tensor(expect_r))
+        torch.testing.assert_close(k_steps[:, n], torch.tensor(expect_k, dtype=torch.float32))
+        torch.testing.assert_close(dones[:, n], torch.tensor(expect_done, dtype=torch.float32))
+        a_next, expect_adv = 0.0, [0.0] * T
+        for t in reversed(range(T)):
+            k, done = expect_k[t], expect_done[t]
+            bootstrap = 0.0 if done else g ** k * float(next_values[t, n])
+            delta = expect_r[t] + bootstrap - float(values[t, n])
+            a_next = delta + (0.0 if done else (g * lam) ** k * a_next)
+            expect_adv[t] = a_next
+        torch.testing.assert_close(adv[:, n], torch.tensor(expect_adv))
+        torch.testing.assert_close(ret[:, n], torch.tensor(expect_adv) + values[:, n])
+    going = dones[:-1] == 0  # mid-episode the bootstrap is V(s_t+1), the next decision's value
+    torch.testing.assert_close(next_values[:-1][going], values[1:][going])
 
 
 def test_first_minibatch_has_ratio_one_and_zero_kl():
@@ -144,6 +228,86 @@ def test_extend_keeps_old_logits_and_sets_prior(space):
     assert torch.equal(after[:, :17], before)
     p_new = after.softmax(-1)[:, 17:]
     assert 0.03 < p_new.mean().item() < 0.08
+
+
+def test_extend_prior_counts_only_unmasked_logits_and_copies_a_rewritten_row():
+    seed_everything(7)
+    agent = Agent(gym.spaces.Box(-1, 1, (3,), np.float32), 6)
+    with torch.no_grad():  # the masked actions 4 and 5 hold nearly all the probability mass
+        agent.actor[-1].bias.copy_(torch.tensor([0.0, 0.5, -0.5, 1.0, 12.0, 12.0]))
+        agent.actor[-1].weight.normal_(0.0, 0.3)
+    mask = np.array([True, True, True, True, False, False])
+    obs = torch.rand(64, 3) * 2 - 1
+    before = agent.logits(obs)
+    agent.extend(2, prior=0.05, obs=obs, mask=mask, copy_from=[None, 3])  # action 7 rewrites action 3
+    after = agent.logits(obs)
+    torch.testing.assert_close(after[:, :6], before)
+    torch.testing.assert_close(after[:, 7], before[:, 3])  # v2 starts from v1's row...
+    assert torch.equal(agent.actor[-1].weight[7], agent.actor[-1].weight[3])  # ...weights and bias
+    p = agent.logits(obs, torch.tensor(np.r_[mask, True, False])).softmax(-1)
+    assert 0.04 < p[:, 6].mean().item() < 0.06  # the prior among the actions the mask allows
+
+
+def test_average_gradients_leaves_out_parameters_without_a_gradient(tmp_path):
+    torch.distributed.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:
+        agent = Agent(gym.spaces.Box(-1, 1, (3,), np.float32), 4)
+        ppo = PPO(agent, PPOConfig())
+        agent.get_value(torch.rand(5, 3)).sum().backward()  # the critic alone: the actor gets no gradient
+        ppo._average_gradients()
+        assert all(p.grad is None for p in agent.actor.parameters())  # zeros would move Adam's moments
+        assert all(p.grad is not None for p in agent.critic.parameters())
+    finally:
+        torch.distributed.destroy_process_group()
+
+
+def test_rollout_moves_data_between_host_and_device_once_per_vector_step(monkeypatch):
+    """The CUDA path's waits, counted on the CPU: per vector step one device -> host copy (the actions
+    env.step needs) and one host -> device copy per observation array (the next forward pass needs it);
+    rewards, step counts and done flags go over once per rollout."""
+    envs = toy_envs(num_envs=2)
+    ppo = PPO(Agent(envs.single_observation_space, 5), PPOConfig(num_steps=16, update_epochs=1))
+    counts, in_step = {"to_host": 0, "to_device": 0, "steps": 0}, [False]
+    real = {name: getattr(torch.Tensor, name) for name in ("cpu", "item", "tolist", "numpy", "to")}
+    real_as_tensor, real_tensor = torch.as_tensor, torch.tensor
+
+    def counting(name, kind):
+        def f(self, *a, **k):
+            if in_step[0]:
+                counts[kind] += 1
+            return real[name](self, *a, **k)
+        return f
+
+    for name in ("cpu", "item", "tolist"):
+        monkeypatch.setattr(torch.Tensor, name, counting(name, "to_host"))
+    monkeypatch.setattr(torch.Tensor, "to", counting("to", "to_device"))
+
+    def as_tensor(*a, **k):
+        counts["to_device"] += in_step[0]
+        return real_as_tensor(*a, **k)
+
+    def tensor(*a, **k):
+        counts["to_device"] += in_step[0]
+        return real_tensor(*a, **k)
+
+    monkeypatch.setattr(torch, "as_tensor", as_tensor)
+    monkeypatch.setattr(torch, "tensor", tensor)
+    step = envs.step
+
+    def counted_step(actions):
+        counts["steps"] += 1
+        return step(actions)
+
+    monkeypatch.setattr(envs, "step", counted_step)
+    ppo.train(envs, 1, progress=lambda n: None)  # resets the env: not part of the count
+    monkeypatch.setattr(ppo, "_update", lambda *a: {})  # the update's own transfers are not counted either
+    in_step[0] = True
+    ppo.train(envs, 16 * 2)
+    in_step[0] = False
+    n = counts["steps"] - 1  # vector steps of the second call (toy macro actions spend the budget early)
+    assert n >= 8
+    # sample()'s uniforms + the observation per step, the actions back per step; + a few per rollout
+    assert counts["to_device"] <= 2 * n + 8 and counts["to_host"] <= n + 2, counts
 
 
 def test_extend_keeps_the_optimizer_working():
@@ -244,7 +408,8 @@ def _cartpole_solves(seed: int, budget: int = 60_000) -> bool:
     seed_everything(seed)
     envs = cartpole_envs(8)
     agent = Agent(envs.single_observation_space, envs.single_action_space.n)
-    ppo = PPO(agent, PPOConfig(seed=seed, **CARTPOLE_CFG), total_steps=budget)
+    envs.reset(seed=seed)  # PPO never seeds an env: its first reset of these envs goes on from this seed
+    ppo = PPO(agent, PPOConfig(**CARTPOLE_CFG), total_steps=budget)
     returns = []
 
     def on_step(actions, infos):

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 import torch
 
+import env as E
+import ppo as P
 import train
 from tests.fake_llm import FakeLLMServer, Fault, server_error
 
@@ -122,7 +124,7 @@ def test_replay_reproduces_plans_and_code(e2e, tmp_path):
         assert (r / path).read_text() == (d / path).read_text(), path
 
 
-@pytest.mark.parametrize("mode", ["rl", "code", "rlgpt"])
+@pytest.mark.parametrize("mode", ["rl", "rl+config", "code", "rlgpt"])
 def test_smoke_modes_on_the_library_backend(mode, tmp_path):
     rc = train.main(TINY + ["--mode", mode, "--llm", "library", "--iterations", "1", "--total-steps", "300",
                             "--runs-dir", str(tmp_path)])
@@ -130,9 +132,18 @@ def test_smoke_modes_on_the_library_backend(mode, tmp_path):
     d = run_dir(tmp_path)
     rows = history(d)
     assert rows[-1]["env_steps"] >= 300 and (d / "summary.md").is_file()
+    assert sum(r["length"] for r in episode_rows(d)) == rows[-1]["env_steps"]
     skills_written = {p.name for p in d.glob("iter_1/skills/*.py")}
+    if mode in ("rl", "rlgpt"):
+        assert rows[-1]["rl_config"] == ({} if mode == "rl" else json.loads((d / "iter_1/plan.json").read_text())
+                                         ["rl_config"])
     if mode == "rl":
         assert rows[-1]["n_actions"] == 17 and not skills_written
+    elif mode == "rl+config":  # the plan's mask and shaping, and no code action
+        plan = json.loads((d / "iter_1/plan.json").read_text())
+        assert any(s["how"] == "code" for s in plan["subactions"])  # the plan had some: none was written
+        assert rows[-1]["n_actions"] == 17 and not skills_written and rows[-1]["code_actions"] == []
+        assert rows[-1]["rl_config"] == plan["rl_config"] and "sleep" in plan["rl_config"]["mask_actions"]
     elif mode == "code":
         assert skills_written == {"solve_task.py"} and rows[-1]["n_actions"] == 18
     else:
@@ -170,8 +181,87 @@ def test_resume_after_sigkill_finishes_the_budget(tmp_path):
     assert not set(after) & set(lines)  # what was logged after the checkpoint was rewound, not kept twice
     steps = [json.loads(x)["global_step"] for x in lines if "losses/policy_loss" in x]
     assert steps == sorted(set(steps))
-    episodes = (tmp_path / "r" / "stats.jsonl").read_text().splitlines()
-    assert sum(json.loads(e)["length"] for e in episodes) <= final["ppo"]["global_step"]
+    # every step is in one episode row: finished ones, those cut by the kill (unfinished.jsonl), those
+    # still going at the end (unfinished.jsonl too)
+    assert sum(r["length"] for r in episode_rows(tmp_path / "r")) == final["ppo"]["global_step"]
+
+
+def episode_rows(d: Path) -> list[dict]:
+    return [json.loads(line) for name in ("stats.jsonl", "unfinished.jsonl") if (d / name).is_file()
+            for line in (d / name).read_text().splitlines()]
+
+
+RL_RUN = TINY + ["--mode", "rl", "--iterations", "1", "--total-steps", "1100"]
+
+
+@pytest.fixture(scope="module")
+def seed_runs(tmp_path_factory):
+    """Plain PPO, 1100 env steps: seed 1 checkpointing every 1000 steps (splitting a rollout of 2 x 32
+    decisions), seed 1 never checkpointing, seed 2."""
+    root = tmp_path_factory.mktemp("seeds")
+    for name, extra in [("s1_ckpt", ["--seed", "1", "--checkpoint-every", "1000"]),
+                        ("s1_none", ["--seed", "1", "--checkpoint-every", str(10**9)]),
+                        ("s2", ["--seed", "2", "--checkpoint-every", "1000"])]:
+        assert train.main(RL_RUN + extra + ["--runs-dir", str(root), "--run-name", name]) == 0
+    return root
+
+
+def test_checkpoints_do_not_change_learning(seed_runs):
+    def losses(name):
+        rows = [json.loads(x) for x in (seed_runs / name / "metrics.jsonl").read_text().splitlines()]
+        return [{k: v for k, v in r.items() if k.startswith("losses/") or k == "global_step"}
+                for r in rows if "losses/policy_loss" in r]
+    with_ckpt = losses("s1_ckpt")
+    assert len(with_ckpt) >= 8 and not any(r["global_step"] == 1000 for r in with_ckpt)  # 1000 is mid-rollout
+    assert with_ckpt == losses("s1_none")
+
+
+def test_every_env_step_is_in_one_crafter_row(seed_runs):
+    for name in ("s1_ckpt", "s1_none", "s2"):
+        d = seed_runs / name
+        final_step = torch.load(d / "checkpoint.pt", weights_only=False)["ppo"]["global_step"]
+        unfinished = (d / "unfinished.jsonl").read_text().splitlines()
+        assert 1 <= len(unfinished) <= 2  # the 2 envs' episodes still going at the end (if any step was taken)
+        rows = episode_rows(d)
+        assert sum(r["length"] for r in rows) == final_step
+        assert all(r["length"] > 0 and r["iteration"] == 0 and {"reward", "seed", "achievement_collect_wood"} <= set(r)
+                   for r in rows)
+
+
+def test_runs_of_other_seeds_and_evaluation_play_other_worlds(seed_runs):
+    train_seeds = {name: [r["seed"] for r in episode_rows(seed_runs / name)] for name in ("s1_ckpt", "s2")}
+    eval_seeds = [json.loads(x)["seed"] for name in ("s1_ckpt", "s2")
+                  for x in (seed_runs / name / "eval.jsonl").read_text().splitlines()]
+    assert len(train_seeds["s1_ckpt"]) >= 5 and len(eval_seeds) == 2
+    for seeds in train_seeds.values():
+        assert len(set(seeds)) == len(seeds)  # no env replays a world, no two envs share one
+    assert not set(train_seeds["s1_ckpt"]) & set(train_seeds["s2"])
+    assert not set(eval_seeds) & (set(train_seeds["s1_ckpt"]) | set(train_seeds["s2"]))
+    assert train.main(["--resume", str(seed_runs / "s2")]) == 0  # a finished run: nothing more to do
+    assert [r["seed"] for r in episode_rows(seed_runs / "s2")] == train_seeds["s2"]
+
+
+def test_a_rewritten_code_action_starts_from_its_old_logit_row(tmp_path):
+    library = train.Library()
+    v1 = library.add("chop_tree", E.CHOP_TREE)
+    args = train.Args(task="collect_wood", num_envs=2)
+    run = {"dir": tmp_path, "world": 1, "rank": 0}
+    cfg = P.PPOConfig()
+    run["envs"] = train.make_train_envs(args, run, cfg, train.Library())
+    agent = P.Agent(run["envs"].single_observation_space, 17)
+    ppo = P.PPO(agent, cfg)
+    state = {"plan": None}
+    train.grow_actions(args, run, ppo, library, state, 17)
+    with torch.no_grad():
+        agent.actor[-1].weight[17].normal_()  # what PPO learned about calling v1
+    v2 = library.add("chop_tree", E.CodeAction("chop_tree", E.CHOP_TREE.source.replace("30", "20")))
+    assert (v1.name, v2.name, v2.replaces) == ("chop_tree", "chop_tree_v2", "chop_tree")
+    train.grow_actions(args, run, ppo, library, state, 17)
+    head = agent.actor[-1]
+    assert agent.n_actions == 19 and run["envs"].single_action_space.n == 19
+    assert torch.equal(head.weight[18], head.weight[17]) and head.bias[18] == head.bias[17]
+    assert not torch.equal(head.weight[17], torch.zeros(head.in_features))
+    run["envs"].close()
 
 
 def test_bad_input_exits_2_with_a_sentence(tmp_path, capsys):
