@@ -22,10 +22,10 @@ from pathlib import Path
 
 import crafter
 import crafter.constants as C
-import crafter.engine
 import gymnasium as gym
 import numpy as np
 
+import fastcrafter
 import sandbox
 
 ACTIONS: list[str] = list(C.actions)  # Crafter's 17 primitive actions, index = action id
@@ -136,27 +136,30 @@ def get_task(name: str) -> Task:
 
 
 # ----------------------------------------------------------------------------------------------
-# Determinism: Crafter keeps each chunk's creatures in a `set`, which iterates in memory-address
-# order, so which zombie or cow (de)spawns differs between runs with the same seed and actions.
-# Insertion-ordered chunks make a seed and an action sequence give one trajectory (the statistics of
-# the game are unchanged: only the order of an iteration becomes fixed).
+# Which Crafter. fastcrafter.Env (the default) gives the same game bit for bit, several times faster;
+# "original" keeps crafter.Env for checking. Both keep each chunk's creatures insertion-ordered:
+# upstream Crafter iterates a `set` in memory-address order, so which zombie or cow despawns differs
+# between runs with the same seed and actions (the statistics of the game are unchanged: only the
+# order of an iteration becomes fixed). The original is changed per instance, never globally.
+
+CRAFTER_IMPLS = ("fast", "original")
 
 
-class _OrderedSet(dict):
-    def add(self, item) -> None:
-        self[item] = None
+def make_crafter(impl: str = "fast", **kwargs) -> crafter.Env:
+    """A Crafter env (crafter.Env's own arguments) of the chosen implementation."""
+    if impl == "fast":
+        return fastcrafter.Env(**kwargs)
+    if impl == "original":
+        env = crafter.Env(**kwargs)
+        world, crafter_reset = env._world, env._world.reset
 
-    def remove(self, item) -> None:
-        del self[item]
+        def ordered_reset(seed=None) -> None:
+            crafter_reset(seed)
+            world._chunks = defaultdict(fastcrafter.OrderedChunk)
 
-
-def _ordered_world_reset(world, seed=None) -> None:
-    _crafter_world_reset(world, seed)
-    world._chunks = defaultdict(_OrderedSet)
-
-
-_crafter_world_reset = crafter.engine.World.reset
-crafter.engine.World.reset = _ordered_world_reset
+        world.reset = ordered_reset
+        return env
+    raise ValueError(f"crafter_impl must be one of {CRAFTER_IMPLS}, not {impl!r}")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -174,7 +177,8 @@ class CrafterEnv(gym.Env):
 
     def __init__(self, task: str = "collect_wood", seed: int | None = None, crafter_reward: bool = False,
                  max_steps: int | None = None, stats_path: str | Path | None = None,
-                 shaping: dict[str, float] | None = None, render_mode: str | None = None):
+                 shaping: dict[str, float] | None = None, render_mode: str | None = None,
+                 crafter_impl: str = "fast"):
         self.task = get_task(task)
         self.shaping = dict(shaping or {})  # inventory item -> reward per unit gained (the slow agent's menu)
         unknown = set(self.shaping) - set(ITEMS)
@@ -184,7 +188,7 @@ class CrafterEnv(gym.Env):
         self.crafter_reward = crafter_reward or self.task.achievement is None
         self.stats_path = Path(stats_path) if stats_path else None
         self.render_mode = render_mode
-        self._crafter = crafter.Env(seed=seed, reward=True, length=None)
+        self._crafter = make_crafter(crafter_impl, seed=seed, reward=True, length=None)
         self.observation_space = gym.spaces.Dict({
             "image": gym.spaces.Box(0, 255, (64, 64, 3), np.uint8),
             "inventory": gym.spaces.Box(0, 9, (len(ITEMS),), np.uint8),
@@ -477,25 +481,28 @@ def _stop_reason(stopped: str | None) -> str:
 
 
 def make_env(task: str, seed: int | None = None, *, code_actions=(), max_macro_steps: int = 64,
-             **options) -> gym.Env:
-    """A task env with code actions appended (none by default). `minedojo:<task_id>` uses MineDojo."""
+             crafter_impl: str = "fast", **options) -> gym.Env:
+    """A task env with code actions appended (none by default). `minedojo:<task_id>` uses MineDojo;
+    `crafter_impl` (fast | original) picks the Crafter implementation and means nothing to MineDojo."""
     if task.startswith("minedojo:"):
         import minedojo_env  # lazy: MineDojo needs gym 0.21 and JDK 8, Crafter needs neither
 
         env = minedojo_env.MineDojoEnv(task.split(":", 1)[1], seed=seed, **options)
     else:
-        env = CrafterEnv(task, seed=seed, **options)
+        env = CrafterEnv(task, seed=seed, crafter_impl=crafter_impl, **options)
     return CodeActions(env, code_actions, max_macro_steps)
 
 
 def make_vec_env(task: str, num_envs: int, *, code_actions=(), async_: bool = False, seed: int = 0,
-                 **options) -> gym.vector.VectorEnv:
+                 crafter_impl: str = "fast", **options) -> gym.vector.VectorEnv:
     """`num_envs` copies of the task; env i is seeded seed + i. Finished episodes reset in the same
     step (their last info sits in infos["final_info"], with the task's success and episode stats).
     Synchronous by default: on 2 cores the worker processes measured no faster (bench/env_sps.py)."""
     if not task.startswith("minedojo:"):
         get_task(task)  # fail here with a clear message, not inside a worker process
-    fns = [lambda i=i: make_env(task, seed + i, code_actions=code_actions, **options)
+    if crafter_impl not in CRAFTER_IMPLS:
+        raise ValueError(f"crafter_impl must be one of {CRAFTER_IMPLS}, not {crafter_impl!r}")
+    fns = [lambda i=i: make_env(task, seed + i, code_actions=code_actions, crafter_impl=crafter_impl, **options)
            for i in range(num_envs)]
     cls = gym.vector.AsyncVectorEnv if async_ else gym.vector.SyncVectorEnv
     return cls(fns, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)

@@ -48,7 +48,7 @@ _SEM_TYPES = (objects.Player, objects.Cow, objects.Zombie, objects.Skeleton, obj
 _SEM_IDS = {cls: len(constants.materials) + 1 + i for i, cls in enumerate(_SEM_TYPES)}
 
 
-class _OrderedChunk(dict):
+class OrderedChunk(dict):
     """A set that iterates in insertion order (the one difference from upstream Crafter)."""
 
     def add(self, item) -> None:
@@ -63,7 +63,7 @@ class World(engine.World):
 
     def reset(self, seed: int | None = None) -> None:
         super().reset(seed)
-        self._chunks = collections.defaultdict(_OrderedChunk)
+        self._chunks = collections.defaultdict(OrderedChunk)
         self._kinds = np.zeros(256, np.uint8)
 
     def add(self, obj) -> None:

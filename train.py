@@ -98,6 +98,8 @@ class Args:
     """a run directory to continue from its last checkpoint"""
     list_tasks: bool = False
     """print the tasks and exit"""
+    crafter_impl: str = "fast"
+    """fast: fastcrafter.Env, the same game bit for bit, several times faster | original: crafter.Env"""
 
 
 MODES, BACKENDS = ("rlgpt", "rl", "code"), ("auto", "http", "local", "library")
@@ -153,6 +155,8 @@ def validate(args: Args, parser: argparse.ArgumentParser) -> None:
             parser.error(f"--{name.replace('_', '-')} must be positive, not {getattr(args, name)}")
     if args.num_envs % int(os.environ.get("WORLD_SIZE", 1)):
         parser.error(f"--num-envs {args.num_envs} does not split evenly over {os.environ['WORLD_SIZE']} ranks")
+    if args.crafter_impl not in E.CRAFTER_IMPLS:
+        parser.error(f"--crafter-impl must be one of {E.CRAFTER_IMPLS}, not {args.crafter_impl!r}")
     if args.device not in ("auto", "cpu", "cuda"):
         parser.error(f"--device must be auto, cpu or cuda, not {args.device!r}")
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -287,7 +291,8 @@ def evaluate(agent: P.Agent, args: Args, library: Library, mask: np.ndarray, ite
              fixed_action: int | None = None) -> dict:
     """Fresh worlds (seeds the training envs never see), the sampled policy; returns the frames of the
     first episode (for the GIF) and of the first failed one (for a vision critic)."""
-    env = E.make_env(args.task, code_actions=library.actions, max_macro_steps=args.max_macro_steps)
+    env = E.make_env(args.task, code_actions=library.actions, max_macro_steps=args.max_macro_steps,
+                     crafter_impl=args.crafter_impl)
     env.unwrapped.frames = []
     device = next(agent.parameters()).device
     results, first_frames, failed_frames = [], None, None
@@ -433,7 +438,7 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
         "stats_path": run["dir"] / "stats.jsonl", "shaping": rl_config.get("shaping")}
     n_envs = args.num_envs // run["world"]  # this rank's share; its seeds follow the lower ranks'
     envs = E.make_vec_env(args.task, n_envs, code_actions=library.actions, seed=args.seed * 1000 + run["rank"] * n_envs,
-                          max_macro_steps=args.max_macro_steps, **options)
+                          max_macro_steps=args.max_macro_steps, crafter_impl=args.crafter_impl, **options)
     program = n_base + library.actions.index(
         next(a for a in library.actions if a.name == library.active["solve_task"])) \
         if args.mode == "code" and "solve_task" in library.active else None
@@ -568,7 +573,7 @@ def main(argv: list[str] | None = None) -> int:
 
         run["wandb"] = wandb.init(project="rlgpt", name=run_dir.name, config=asdict(args), dir=str(run_dir))
 
-    probe = E.make_env(args.task)
+    probe = E.make_env(args.task, crafter_impl=args.crafter_impl)
     n_base = probe.action_space.n  # the env's own actions; code actions come after them
     agent = P.Agent(probe.observation_space, n_base)
     doc = E.api_doc(type(probe.unwrapped.make_api(0)))
