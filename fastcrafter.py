@@ -71,7 +71,7 @@ class World(engine.World):
         super().add(obj)
         if index >= len(self._kinds):
             self._kinds = np.concatenate([self._kinds, np.zeros_like(self._kinds)])
-        self._kinds[index] = _SEM_IDS.get(type(obj), 0)  # 0: a kind the semantic view does not know
+        self._kinds[index] = _SEM_IDS[type(obj)]  # Crafter's SemanticView raises on other kinds too
 
     def __getitem__(self, pos):
         """World.__getitem__ (the game rules' most frequent call) without building tuples and arrays."""
@@ -82,12 +82,9 @@ class World(engine.World):
 
     def semantic(self) -> np.ndarray:
         """SemanticView's output: material ids with every object's cell overwritten by its kind id."""
-        canvas = self._mat_map.copy()
-        where = self._obj_map.nonzero()
-        kinds = self._kinds[self._obj_map[where]]
-        if not kinds.all():  # Crafter's SemanticView raises on a kind it does not know: so do we
-            raise KeyError(f"no semantic id for objects at {np.transpose(where)[kinds == 0].tolist()}")
-        canvas[where] = kinds
+        canvas, obj_map = self._mat_map.copy(), self._obj_map.ravel()
+        cells = np.flatnonzero(obj_map)
+        canvas.ravel()[cells] = self._kinds[obj_map[cells]]
         return canvas
 
 
@@ -194,14 +191,7 @@ class Env(crafter.Env):
         self._update_time()
         player = self._player
         player.action = constants.actions[action]
-        limit = 2 * max(self._view)
-        px, py = player.pos.tolist()
-        for obj in self._world.objects:  # crafter: `if self._player.distance(obj) < limit`, on ints
-            x, y = obj.pos.tolist()
-            if abs(x - px) + abs(y - py) < limit:
-                obj.update()
-                if obj is player:  # only the player's own update moves the player
-                    px, py = player.pos.tolist()
+        self._update_objects(2 * max(self._view))
         if self._step % 10 == 0:
             self._space = {}  # balancing moves no material, so cell counts hold for the whole round
             for chunk, objs in self._world.chunks.items():
@@ -228,6 +218,31 @@ class Env(crafter.Env):
         if not self._reward:
             reward = 0.0
         return obs, reward, done, info
+
+    def _update_objects(self, limit: int) -> None:
+        """Crafter's `for obj in world.objects: if player.distance(obj) < limit: obj.update()`.
+
+        The list is a snapshot taken before any update, and the distance is measured when an object's
+        turn comes. The player comes first (it is added first), and no update moves another object,
+        so after the player's update one vectorised distance per object gives the same answers.
+        """
+        world, player = self._world, self._player
+        objs = world.objects
+        if objs[0] is not player:  # not a world this env reset: check each object in its turn
+            for obj in objs:
+                if player.distance(obj) < limit:
+                    obj.update()
+            return
+        obj_map = world._obj_map.ravel()
+        cells = np.flatnonzero(obj_map)
+        cells = cells[np.argsort(obj_map[cells])]  # in object order, the order of `objs`
+        xs, ys = np.divmod(cells, world._obj_map.shape[1])
+        player.update()
+        px, py = player.pos.tolist()
+        near = (np.abs(xs - px) + np.abs(ys - py) < limit).tolist()
+        for obj, is_near in zip(objs[1:], near[1:], strict=True):
+            if is_near:
+                obj.update()
 
     def _balance_object(self, chunk, objs, cls, material, span_dist, despan_dist, spawn_prob, despawn_prob,
                         ctor, target_fn) -> None:
