@@ -22,7 +22,9 @@ is replaced is what a profile of `crafter.Env.step` shows as hot (~70% of a step
 - Pillow's `ImageEnhance.Color` becomes its exact integer/float32 form (checked on all 2^24 colours);
 - the inventory strip is composed from cached per-slot tiles drawn by Crafter's own ItemView code;
 - the semantic view is written from the object map in one numpy operation;
-- the per-step distance check runs on Python ints instead of small numpy arrays.
+- the per-step distance check is one vectorised computation; World.move and World.__getitem__ (the
+  game rules' most frequent calls) work on Python ints; chunk balancing counts each chunk's grass and
+  path cells once per round instead of building a mask per chunk and creature kind.
 World generation goes through `_generate_world`, one function to swap for a compiled version.
 """
 
@@ -72,6 +74,19 @@ class World(engine.World):
         if index >= len(self._kinds):
             self._kinds = np.concatenate([self._kinds, np.zeros_like(self._kinds)])
         self._kinds[index] = _SEM_IDS[type(obj)]  # Crafter's SemanticView raises on other kinds too
+
+    def move(self, obj, pos) -> None:
+        """World.move (every creature's step) with Python ints; chunk keys only when the chunk changes."""
+        if obj.removed:
+            return
+        pos = np.array(pos)
+        (x, y), (ox, oy), (csx, csy) = pos.tolist(), obj.pos.tolist(), self._chunk_size
+        assert self._obj_map[x, y] == 0
+        self._obj_map[x, y], self._obj_map[ox, oy] = self._obj_map[ox, oy], 0
+        if (x // csx, y // csy) != (ox // csx, oy // csy):
+            self._chunks[self.chunk_key(obj.pos)].remove(obj)
+            self._chunks[self.chunk_key(pos)].add(obj)
+        obj.pos = pos
 
     def __getitem__(self, pos):
         """World.__getitem__ (the game rules' most frequent call) without building tuples and arrays."""
