@@ -14,12 +14,13 @@ unchanged). The reference the tests compare against is upstream with that one ch
 
 Crafter's game rules (objects.py, the World bookkeeping, chunk balancing) are reused as they are. What
 is replaced is what a profile of `crafter.Env.step` shows as hot (~70% of a step is rendering):
-- the local view: per-tile Python loops become one gather from a texture atlas holding every
-  (material, creature) tile already alpha-blended with Crafter's own `_draw`/`_draw_alpha`; the
-  daylight, noise and sleep float formulas are kept as the same numpy operations in the same order,
-  and every night-time render still draws one uniform per view pixel from `world.random`, so the
-  random stream, and with it the future of the game, is unchanged;
-- Pillow's `ImageEnhance.Color` becomes its exact integer/float32 form (checked on all 2^24 colours);
+- the local view: per-tile Python loops become a texture atlas holding every (material, creature)
+  tile already alpha-blended with Crafter's own `_draw`/`_draw_alpha`, indexed by the view's cells,
+  and one compiled (numba) pass that applies daylight, night noise and sleep with the same float64
+  and float32 operations in the same order as Crafter's numpy code and Pillow's `ImageEnhance.Color`
+  (whose exact integer/float32 form it uses); every night-time render still draws one uniform per
+  view pixel from `world.random`, so the random stream, and with it the future of the game, is
+  unchanged;
 - the inventory strip is composed from cached per-slot tiles drawn by Crafter's own ItemView code;
 - the semantic view is written from the object map in one numpy operation;
 - the per-step distance check is one vectorised computation; World.move and World.__getitem__ (the
@@ -34,6 +35,7 @@ import collections
 import functools
 
 import crafter
+import numba
 import numpy as np
 from crafter import constants, engine, objects, worldgen
 
@@ -112,7 +114,7 @@ _OBJ_TEXTURES = [None, "player-left", "player-right", "player-up", "player-down"
                  "zombie", "skeleton", "arrow-left", "arrow-right", "arrow-up", "arrow-down", "plant",
                  "plant-ripe", "fence"]
 _OBJ_TEXTURE_IDS = {name: i for i, name in enumerate(_OBJ_TEXTURES)}
-_GREY = np.array([19595, 38470, 7471], np.float64)  # Pillow's RGB -> L weights, in 1/65536
+_NO_NOISE = np.zeros((0, 0))
 _OUTSIDE = len(_MATERIALS)  # the tile id of cells outside the world: Crafter leaves them grey (127)
 
 
@@ -139,16 +141,50 @@ def _vignette(shape: tuple, stddev: float) -> np.ndarray:
     return 1 - np.exp(-0.5 * (xs ** 2 + ys ** 2) / (stddev ** 2)).T
 
 
-def _color(canvas: np.ndarray, factor: float) -> np.ndarray:
-    """`ImageEnhance.Color(Image.fromarray(canvas)).enhance(factor)` as Pillow computes it: the grey
-    level is (19595 R + 38470 G + 7471 B + 2^15) >> 16 (exact here in float64: every value is an
-    integer below 2^26), the blend is float32, truncated to uint8."""
-    grey = np.floor((canvas @ _GREY + 32768) * (1 / 65536)).astype(np.float32)[..., None]
-    return (grey + np.float32(factor) * (canvas.astype(np.float32) - grey)).astype(np.uint8)
+@numba.njit(cache=True, inline="always")
+def _grey(r, g, b):  # noqa: ANN001, ANN202
+    """Pillow's RGB -> L: (19595 R + 38470 G + 7471 B + 2^15) >> 16."""
+    return np.float32((np.int64(r) * 19595 + np.int64(g) * 38470 + np.int64(b) * 7471 + 32768) >> 16)
 
 
-def _tint(canvas: np.ndarray, color: tuple, amount: float) -> np.ndarray:
-    return (1 - amount) * canvas + amount * np.array(color)
+@numba.njit(cache=True, inline="always")
+def _enhance(grey, value, factor):  # noqa: ANN001, ANN202
+    """Pillow's ImageEnhance.Color for one channel: Image.blend in float32, truncated to uint8."""
+    return np.float64(np.uint8(grey + factor * (np.float32(value) - grey)))
+
+
+@numba.njit(cache=True)
+def _shade(atlas, ids, ux, uy, daylight, amount, noise, vignette, sleeping):  # noqa: ANN001, ANN202
+    """The local view's pixels: tile `ids[x, y]` of the atlas at cell (x, y), then LocalView._light
+    (with _noise when `noise` is not empty) and _sleep, one pixel at a time with the same float64 and
+    float32 operations in the same order as Crafter's numpy and Pillow code (checked against them in
+    the tests). numba fuses no multiply-add into an FMA without fastmath: outputs are bit-identical."""
+    out = np.empty((ids.shape[0] * ux, ids.shape[1] * uy, 3), np.float64)
+    dark, f04, f00 = 1 - daylight, np.float32(0.4), np.float32(0.0)
+    for x in range(ids.shape[0]):
+        for y in range(ids.shape[1]):
+            tile = atlas[ids[x, y]]
+            for a in range(ux):
+                for b in range(uy):
+                    i, j = x * ux + a, y * uy + b
+                    r, g, bl = np.float64(tile[a, b, 0]), np.float64(tile[a, b, 1]), np.float64(tile[a, b, 2])
+                    nr, ng, nb = tile[a, b, 0], tile[a, b, 1], tile[a, b, 2]
+                    if noise.shape[0]:
+                        mask = amount * vignette[i, j]
+                        keep, add = 1 - mask, mask * noise[i, j]
+                        nr, ng, nb = np.uint8(keep * r + add), np.uint8(keep * g + add), np.uint8(keep * bl + add)
+                    grey = _grey(nr, ng, nb)
+                    lr = daylight * r + dark * ((1 - 0.5) * _enhance(grey, nr, f04) + 0.5 * 0.0)
+                    lg = daylight * g + dark * ((1 - 0.5) * _enhance(grey, ng, f04) + 0.5 * 16.0)
+                    lb = daylight * bl + dark * ((1 - 0.5) * _enhance(grey, nb, f04) + 0.5 * 64.0)
+                    if sleeping:
+                        sr, sg, sb = np.uint8(lr), np.uint8(lg), np.uint8(lb)
+                        grey = _grey(sr, sg, sb)
+                        lr = (1 - 0.5) * _enhance(grey, sr, f00) + 0.5 * 0.0
+                        lg = (1 - 0.5) * _enhance(grey, sg, f00) + 0.5 * 0.0
+                        lb = (1 - 0.5) * _enhance(grey, sb, f00) + 0.5 * 16.0
+                    out[i, j, 0], out[i, j, 1], out[i, j, 2] = lr, lg, lb
+    return out
 
 
 @functools.lru_cache(maxsize=4096)
@@ -301,7 +337,7 @@ class Env(crafter.Env):
         return canvas.transpose((1, 0, 2))
 
     def _local_view(self, unit: np.ndarray) -> np.ndarray:
-        """LocalView.__call__: gather the 9x7 tiles from the atlas, then light (and sleep) them."""
+        """LocalView.__call__: the 9x7 cells' tile ids (material x creature), then one compiled pass."""
         world, player = self._world, self._player
         (gw, gh), (ux, uy) = self._grid.tolist(), (int(unit[0]), int(unit[1]))
         x0, y0 = (player.pos - self._grid // 2).tolist()
@@ -315,35 +351,11 @@ class Env(crafter.Env):
             for i, j in zip(*obj_map.nonzero(), strict=True):
                 name = world._objects[obj_map[i, j]].texture
                 ids[i + ax0 - x0, j + ay0 - y0] += _OBJ_TEXTURE_IDS[name]
-        atlas, daylight, sleeping = _atlas(ux, uy), world.daylight, player.sleeping
-        if daylight < 0.5:  # night: noise differs per pixel, so the whole canvas is lit
-            canvas = atlas[ids].transpose(0, 2, 1, 3, 4).reshape(gw * ux, gh * uy, 3)
-            return self._shade(canvas, daylight, sleeping)
-        # Day: lighting and sleep are per-pixel functions of the colour alone, so lighting each
-        # distinct tile once and gathering gives the same numbers for a fraction of the work.
-        present = np.zeros(len(atlas), bool)
-        present[ids] = True
-        used = present.nonzero()[0]
-        slot = np.empty(len(atlas), np.intp)
-        slot[used] = np.arange(len(used))
-        lit = self._shade(atlas[used], daylight, sleeping)[slot[ids]]
-        return lit.transpose(0, 2, 1, 3, 4).reshape(gw * ux, gh * uy, 3)
-
-    def _shade(self, canvas: np.ndarray, daylight: float, sleeping: bool) -> np.ndarray:
-        canvas = self._light(canvas, daylight)
-        if sleeping:
-            canvas = _tint(_color(canvas.astype(np.uint8), 0.0), (0, 0, 16), 0.5)
-        return canvas
-
-    def _light(self, canvas: np.ndarray, daylight: float) -> np.ndarray:
-        """LocalView._light with LocalView._noise inlined: the same float64 operations in the same order."""
-        night = canvas
-        if daylight < 0.5:
-            noise = self._world.random.uniform(32, 127, canvas.shape[:2])[..., None]
-            mask = 2 * (0.5 - daylight) * _vignette(canvas.shape, 0.5)[..., None]
-            night = (1 - mask) * night + mask * noise
-        night = _tint(_color(night.astype(np.uint8), 0.4), (0, 16, 64), 0.5)
-        return daylight * canvas + (1 - daylight) * night
+        daylight, shape = world.daylight, (gw * ux, gh * uy, 3)
+        # LocalView._noise: at night, one uniform per view pixel from the game's own random stream.
+        noise = world.random.uniform(32, 127, shape[:2]) if daylight < 0.5 else _NO_NOISE
+        return _shade(_atlas(ux, uy), ids, ux, uy, daylight, 2 * (0.5 - daylight), noise,
+                      _vignette(shape, 0.5), player.sleeping)
 
     def _item_view(self, unit: np.ndarray) -> np.ndarray:
         """ItemView.__call__ from cached cells: each cell is drawn inside its own unit x unit square."""

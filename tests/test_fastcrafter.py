@@ -18,7 +18,6 @@ import crafter
 import crafter.constants as C
 import numpy as np
 import pytest
-from PIL import Image, ImageEnhance
 
 import env as E
 import fastcrafter
@@ -198,14 +197,26 @@ def test_time_limit_reset_mid_episode_and_options(reference):
     assert want[2], "the time limit must end the episode"
 
 
-def test_color_is_pillows_on_every_colour():
-    """fastcrafter's integer/float32 form of ImageEnhance.Color, against Pillow on all 2^24 colours."""
-    for top in range(0, 256, 16):
-        rgb = np.arange(top << 16, (top + 16) << 16, dtype=np.uint32)
-        image = np.stack([rgb >> 16, (rgb >> 8) & 255, rgb & 255], -1).astype(np.uint8).reshape(1024, 1024, 3)
-        for factor in (0.4, 0.0):
-            want = np.array(ImageEnhance.Color(Image.fromarray(image)).enhance(factor))
-            assert np.array_equal(fastcrafter._color(image, factor), want), (top, factor)
+def test_shading_is_crafters_light_noise_and_sleep():
+    """fastcrafter's compiled lighting against Crafter's own LocalView._light/_noise/_sleep (numpy and
+    Pillow) on random tiles of every colour range, day and night, awake and asleep, odd sizes."""
+    rng = np.random.default_rng(0)
+    view = crafter.engine.LocalView.__new__(crafter.engine.LocalView)  # its lighting needs only a world
+    for trial in range(300):
+        ux, uy, gw, gh = (int(v) for v in rng.integers(1, 12, 4))
+        atlas = rng.integers(0, 256, (5, ux, uy, 3)).astype(np.uint8)
+        ids = rng.integers(0, 5, (gw, gh))
+        canvas = atlas[ids].transpose(0, 2, 1, 3, 4).reshape(gw * ux, gh * uy, 3)
+        daylight = 1 - np.abs(np.cos(np.pi * ((int(rng.integers(300)) / 300) % 1 + 0.3))) ** 3
+        sleeping, seed = bool(trial % 2), int(rng.integers(2**31))
+        view._world = type("World", (), {"random": np.random.RandomState(seed)})()
+        want = view._light(canvas, daylight)
+        want = view._sleep(want) if sleeping else want
+        noise = (np.random.RandomState(seed).uniform(32, 127, canvas.shape[:2]) if daylight < 0.5
+                 else fastcrafter._NO_NOISE)
+        got = fastcrafter._shade(atlas, ids, ux, uy, daylight, 2 * (0.5 - daylight), noise,
+                                 fastcrafter._vignette(canvas.shape, 0.5), sleeping)
+        assert np.array_equal(want, got), (trial, daylight, sleeping)
 
 
 def test_env_py_runs_either_implementation_alike():
