@@ -12,8 +12,9 @@ it picks a creature to despawn, so two upstream runs with the same seed can diff
 makes a seed and an action sequence give one trajectory (the game's rules and statistics are
 unchanged). The reference the tests compare against is upstream with that one change.
 
-Crafter's game rules (objects.py, the World bookkeeping, chunk balancing) are reused as they are. What
-is replaced is what a profile of `crafter.Env.step` shows as hot (~70% of a step is rendering):
+Crafter's game rules (objects.py, the World bookkeeping) are reused; what a profile of
+`crafter.Env.step` shows as hot (~70% of a step is rendering) is replaced, line for line where it
+is game logic:
 - the local view: per-tile Python loops become a texture atlas holding every (material, creature)
   tile already alpha-blended with Crafter's own `_draw`/`_draw_alpha`, indexed by the view's cells,
   and one compiled (numba) pass that applies daylight, night noise and sleep with the same float64
