@@ -22,10 +22,10 @@ from pathlib import Path
 
 import crafter
 import crafter.constants as C
-import crafter.engine
 import gymnasium as gym
 import numpy as np
 
+import fastcrafter
 import sandbox
 import sandbox_host
 
@@ -137,30 +137,31 @@ def get_task(name: str) -> Task:
 
 
 # ----------------------------------------------------------------------------------------------
-# Determinism: Crafter keeps each chunk's creatures in a `set`, which iterates in memory-address
-# order, so which zombie or cow (de)spawns differs between runs with the same seed and actions.
-# Insertion-ordered chunks make a seed and an action sequence give one trajectory (the statistics of
-# the game are unchanged: only the order of an iteration becomes fixed).
+# Which Crafter. fastcrafter.Env (the default) gives the same game bit for bit, several times faster;
+# "original" keeps crafter.Env for checking. Both keep each chunk's creatures insertion-ordered:
+# upstream Crafter iterates a `set` in memory-address order, so which zombie or cow despawns differs
+# between runs with the same seed and actions (the statistics of the game are unchanged: only the
+# order of an iteration becomes fixed). The original is changed per instance, never globally.
+
+CRAFTER_IMPLS = ("fast", "original")
 
 
-class _OrderedSet(dict):
-    def add(self, item) -> None:
-        self[item] = None
+def make_crafter(impl: str = "fast", **kwargs) -> crafter.Env:
+    """A Crafter env (crafter.Env's own arguments) of the chosen implementation. CrafterEnv may choose the
+    seed of the next world itself (`world.next_seed`, see world_seed) instead of Crafter's
+    hash((seed, episode)), so the seed a stats row records is the one the world was generated from."""
+    if impl not in CRAFTER_IMPLS:
+        raise ValueError(f"crafter_impl must be one of {CRAFTER_IMPLS}, not {impl!r}")
+    env = fastcrafter.Env(**kwargs) if impl == "fast" else crafter.Env(**kwargs)
+    world, world_reset = env._world, env._world.reset
 
-    def remove(self, item) -> None:
-        del self[item]
+    def reset(seed: int | None = None) -> None:
+        world_reset(world.__dict__.pop("next_seed", seed))
+        if impl == "original":
+            world._chunks = defaultdict(fastcrafter.OrderedChunk)
 
-
-def _ordered_world_reset(world, seed=None) -> None:
-    # CrafterEnv sets the world seed itself (see world_seed) instead of Crafter's hash((seed, episode)),
-    # so the seed a stats row records is the one the world was generated from.
-    seed = world.__dict__.pop("next_seed", seed)
-    _crafter_world_reset(world, seed)
-    world._chunks = defaultdict(_OrderedSet)
-
-
-_crafter_world_reset = crafter.engine.World.reset
-crafter.engine.World.reset = _ordered_world_reset
+    world.reset = reset
+    return env
 
 
 # ----------------------------------------------------------------------------------------------
@@ -204,7 +205,7 @@ class CrafterEnv(gym.Env):
     def __init__(self, task: str = "collect_wood", seed: int | None = None, crafter_reward: bool = False,
                  max_steps: int | None = None, stats_path: str | Path | None = None,
                  shaping: dict[str, float] | None = None, render_mode: str | None = None,
-                 stream: int = TRAIN, rank: int = 0, index: int = 0):
+                 stream: int = TRAIN, rank: int = 0, index: int = 0, crafter_impl: str = "fast"):
         self.task = get_task(task)
         self.set_shaping(shaping)
         self.run_seed = int(np.random.randint(0, 2**31 - 1)) if seed is None else int(seed)
@@ -214,7 +215,7 @@ class CrafterEnv(gym.Env):
         self.crafter_reward = crafter_reward or self.task.achievement is None
         self.stats_path = Path(stats_path) if stats_path else None
         self.render_mode = render_mode
-        self._crafter = crafter.Env(seed=0, reward=True, length=None)  # its seed is unused: see reset
+        self._crafter = make_crafter(crafter_impl, seed=0, reward=True, length=None)  # its seed is unused: see reset
         self.observation_space = gym.spaces.Dict({
             "image": gym.spaces.Box(0, 255, (64, 64, 3), np.uint8),
             "inventory": gym.spaces.Box(0, 9, (len(ITEMS),), np.uint8),
@@ -246,7 +247,7 @@ class CrafterEnv(gym.Env):
             self.world_seed = world_seed(self.run_seed, *self.seed_key, self.episode_number)
         else:  # Crafter's own derivation (crafter.Env.reset)
             self.world_seed = hash((self._crafter_seed, self.episode_number + 1)) % (2**31 - 1)
-        self._crafter._world.next_seed = self.world_seed  # read by _ordered_world_reset
+        self._crafter._world.next_seed = self.world_seed  # read by the world reset of make_crafter
         image = self._crafter.reset()
         self._length, self._return, self._crafter_return = 0, 0.0, 0.0
         self._achievements = dict.fromkeys(ACHIEVEMENTS, 0)
@@ -551,20 +552,21 @@ def _stop_reason(stopped: str | None) -> str:
 
 
 def make_env(task: str, seed: int | None = None, *, code_actions=(), max_macro_steps: int = 64,
-             gamma: float = 1.0, **options) -> gym.Env:
+             gamma: float = 1.0, crafter_impl: str = "fast", **options) -> gym.Env:
     """A task env with code actions appended (none by default). `minedojo:<task_id>` uses MineDojo.
-    `gamma` discounts the rewards inside a code action (see CodeActions)."""
+    `gamma` discounts the rewards inside a code action (see CodeActions); `crafter_impl` (fast |
+    original) picks the Crafter implementation and means nothing to MineDojo."""
     if task.startswith("minedojo:"):
         import minedojo_env  # lazy: MineDojo needs gym 0.21 and JDK 8, Crafter needs neither
 
         env = minedojo_env.MineDojoEnv(task.split(":", 1)[1], seed=seed, **options)
     else:
-        env = CrafterEnv(task, seed=seed, **options)
+        env = CrafterEnv(task, seed=seed, crafter_impl=crafter_impl, **options)
     return CodeActions(env, code_actions, max_macro_steps, gamma=gamma)
 
 
 def make_vec_env(task: str, num_envs: int, *, code_actions=(), async_: bool = False, seed: int = 0,
-                 rank: int = 0, stream: int = TRAIN, **options) -> gym.vector.VectorEnv:
+                 rank: int = 0, stream: int = TRAIN, crafter_impl: str = "fast", **options) -> gym.vector.VectorEnv:
     """`num_envs` copies of the task; env i plays the worlds world_seed(seed, stream, rank, i, n) for
     its episodes n = 0, 1, ... Finished episodes reset in the same step (their last info sits in
     infos["final_info"], with the task's success and episode stats). Synchronous by default: on
@@ -574,8 +576,10 @@ def make_vec_env(task: str, num_envs: int, *, code_actions=(), async_: bool = Fa
                for i in range(num_envs)]
     else:
         get_task(task)  # fail here with a clear message, not inside a worker process
+        if crafter_impl not in CRAFTER_IMPLS:
+            raise ValueError(f"crafter_impl must be one of {CRAFTER_IMPLS}, not {crafter_impl!r}")
         fns = [lambda i=i: make_env(task, seed, code_actions=code_actions, stream=stream, rank=rank, index=i,
-                                    **options) for i in range(num_envs)]
+                                    crafter_impl=crafter_impl, **options) for i in range(num_envs)]
     cls = gym.vector.AsyncVectorEnv if async_ else gym.vector.SyncVectorEnv
     return cls(fns, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
 

@@ -114,6 +114,8 @@ class Args:
     """a run directory to continue from its last checkpoint"""
     list_tasks: bool = False
     """print the tasks and exit"""
+    crafter_impl: str = "fast"
+    """fast: fastcrafter.Env, the same game bit for bit, several times faster | original: crafter.Env"""
 
 
 MODES, BACKENDS = ("rlgpt", "rl", "rl+config", "code"), ("auto", "http", "local", "library")
@@ -226,6 +228,8 @@ def validate(args: Args, parser: argparse.ArgumentParser) -> None:
         if not (existing.is_dir() and os.access(existing, os.W_OK)):
             parser.error(f"--skills {skills_dir}: cannot use it as the skill library directory "
                          f"({existing} is not a writable directory)")
+    if args.crafter_impl not in E.CRAFTER_IMPLS:
+        parser.error(f"--crafter-impl must be one of {E.CRAFTER_IMPLS}, not {args.crafter_impl!r}")
     if args.device not in ("auto", "cpu", "cuda"):
         parser.error(f"--device must be auto, cpu or cuda, not {args.device!r}")
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -360,7 +364,8 @@ class CodeStats:
 
 def make_train_envs(args: Args, run: dict, cfg: P.PPOConfig, library: Library):
     """This rank's share of --num-envs. Crafter tasks append every finished episode to stats.jsonl."""
-    options = {} if args.task.startswith("minedojo:") else {"stats_path": run["dir"] / "stats.jsonl"}
+    options = {} if args.task.startswith("minedojo:") else {"stats_path": run["dir"] / "stats.jsonl",
+                                                             "crafter_impl": args.crafter_impl}
     return E.make_vec_env(args.task, args.num_envs // run["world"], code_actions=library.actions, seed=args.seed,
                           rank=run["rank"], max_macro_steps=args.max_macro_steps, gamma=cfg.gamma, **options)
 
@@ -394,7 +399,7 @@ def evaluate(agent: P.Agent, args: Args, library: Library, mask: np.ndarray, ite
     first failed one (for a vision critic)."""
     options = {"stream": E.EVAL, "index": iteration} if is_crafter(args) else {}
     env = E.make_env(args.task, args.seed, code_actions=library.actions, max_macro_steps=args.max_macro_steps,
-                     gamma=gamma, **options)
+                     gamma=gamma, crafter_impl=args.crafter_impl, **options)
     env.unwrapped.frames = []
     env.unwrapped.iteration = iteration
     device = next(agent.parameters()).device
@@ -763,7 +768,7 @@ def main(argv: list[str] | None = None) -> int:
 
         run["wandb"] = wandb.init(project="rlgpt", name=run_dir.name, config=asdict(args), dir=str(run_dir))
 
-    probe = E.make_env(args.task)
+    probe = E.make_env(args.task, crafter_impl=args.crafter_impl)
     n_base = probe.action_space.n  # the env's own actions; code actions come after them
     agent = P.Agent(probe.observation_space, n_base)
     api = type(probe.unwrapped.make_api(0))

@@ -1,25 +1,85 @@
-"""Env throughput: raw Crafter vs our wrapped env vs vector envs, measured side by side in one run.
+"""Env throughput: crafter.Env against fastcrafter.Env, then our wrapped env and vector envs.
 
-    python bench/env_sps.py                 # 3000 steps per setting
-    python bench/env_sps.py --steps 10000
+    python -m bench.env_sps                 # from the repo root (python bench/env_sps.py works too)
+    python -m bench.env_sps --steps 10000 --resets 20
 
-Random actions, resets included. The wrapper (task logic, Dict observation, code-action plumbing)
-should cost under 10% of raw stepping: the ratio line says what it costs here. Single-process settings
-are also timed in CPU time of this process, which other load on the machine barely disturbs; the ratio
-uses it. Worker processes' settings can only be timed in wall-clock time.
+Part 1, crafter.Env vs fastcrafter.Env on the same seeds and the same random actions: steps/s with
+rendering (episode ends reset outside the clock), resets/s after a warm-up reset, and memory per env
+(tracemalloc: bytes still allocated per env after creating, resetting and stepping several envs, once
+the module-level shared tables are built). Part 2: the wrapper (task logic, Dict observation,
+code-action plumbing) should cost under 10% of raw stepping; the ratio line says what it costs here.
+Single-process settings are timed in CPU time of this process, which other load on the machine barely
+disturbs; the ratios use it. Worker processes' settings can only be timed in wall-clock time.
 """
 
 import argparse
 import sys
 import time
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
-import crafter
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import env as E  # noqa: E402
+import fastcrafter  # noqa: E402
+
+# The reference is crafter.Env with insertion-ordered chunks (fastcrafter's one difference), as env.py builds it.
+IMPLS = {"crafter.Env": lambda **kw: E.make_crafter("original", **kw), "fastcrafter.Env": fastcrafter.Env}
+
+
+def step_rate(make: Callable, steps: int, seed: int) -> float:
+    """CPU-time steps/s of `steps` random steps (with rendering); episode ends reset off the clock."""
+    env, actions = make(seed=seed, length=None), np.random.default_rng(seed).integers(17, size=steps)
+    env.reset()
+    spent = 0.0
+    for action in actions:
+        start = time.process_time()
+        done = env.step(int(action))[2]
+        spent += time.process_time() - start
+        if done:
+            env.reset()
+    return steps / spent
+
+
+def reset_rate(make: Callable, resets: int, seed: int) -> float:
+    env = make(seed=seed)
+    env.reset()  # warm-up: first-use costs (compilation, caches) stay out of the clock
+    start = time.process_time()
+    for _ in range(resets):
+        env.reset()
+    return resets / (time.process_time() - start)
+
+
+def memory_per_env(make: Callable, count: int = 8) -> float:
+    """Bytes allocated per live env (created, reset, 20 steps), after one warm-up env."""
+    warm = make(seed=0)
+    warm.reset()
+    warm.step(0)
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    envs = [make(seed=i) for i in range(count)]
+    for env in envs:
+        env.reset()
+        for _ in range(20):
+            env.step(0)
+    used = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    return used / count
+
+
+def compare(steps: int, resets: int, seeds: int) -> None:
+    rows = {}
+    for name, make in IMPLS.items():
+        rows[name] = (np.median([step_rate(make, steps, s) for s in range(seeds)]),
+                      np.median([reset_rate(make, resets, s) for s in range(seeds)]),
+                      memory_per_env(make))
+    print(f"{'env':18s} {'steps/s':>9s} {'resets/s':>9s} {'KiB/env':>9s}   (CPU time, median of {seeds} seeds)")
+    for name, (sps, rps, mem) in rows.items():
+        print(f"{name:18s} {sps:9.0f} {rps:9.2f} {mem / 1024:9.0f}")
+    (s0, r0, m0), (s1, r1, m1) = rows["crafter.Env"], rows["fastcrafter.Env"]
+    print(f"fastcrafter / crafter: steps/s {s1 / s0:.2f}x, resets/s {r1 / r0:.2f}x, memory per env {m1 / m0:.2f}x")
 
 
 def timed(steps: int, step: Callable[[], None]) -> tuple[float, float]:
@@ -30,8 +90,8 @@ def timed(steps: int, step: Callable[[], None]) -> tuple[float, float]:
     return steps / (time.perf_counter() - wall), steps / (time.process_time() - cpu)
 
 
-def raw_crafter(steps: int, seed: int) -> tuple[float, float]:
-    env, rng = crafter.Env(seed=seed), np.random.default_rng(seed)
+def raw_env(steps: int, seed: int) -> tuple[float, float]:
+    env, rng = fastcrafter.Env(seed=seed), np.random.default_rng(seed)
     env.reset()
 
     def step():
@@ -65,11 +125,15 @@ def vector(steps: int, seed: int, num_envs: int, async_: bool) -> tuple[float, f
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=3000)
+    parser.add_argument("--resets", type=int, default=10, help="timed resets per seed (part 1)")
+    parser.add_argument("--seeds", type=int, default=3, help="seeds for part 1; the median is shown")
     parser.add_argument("--repeats", type=int, default=3, help="interleaved repeats; the median is shown")
     args = parser.parse_args()
-    wrapped(50, 0)  # warm up numba's world generation once, outside the clock
+    compare(args.steps, args.resets, args.seeds)
+    print()
+    wrapped(50, 0)  # warm up first-use costs once, outside the clock
     settings = {
-        "raw crafter": lambda s: raw_crafter(args.steps, s),
+        "raw fastcrafter.Env": lambda s: raw_env(args.steps, s),
         "make_env (single)": lambda s: wrapped(args.steps, s),
         "make_vec_env sync x1": lambda s: vector(args.steps, s, 1, False),
         "make_vec_env async x1 worker": lambda s: vector(args.steps, s, 1, True),
@@ -84,7 +148,7 @@ def main() -> None:
     for name, runs in results.items():
         median[name] = np.median(np.array(runs), axis=0)
         print(f"{name:32s} {median[name][0]:12.0f} {median[name][1]:12.0f}")
-    ratio = median["make_env (single)"][1] / median["raw crafter"][1]
+    ratio = median["make_env (single)"][1] / median["raw fastcrafter.Env"][1]
     print(f"wrapped / raw (CPU time) = {ratio:.3f}  (wrapper overhead {100 * (1 - ratio):.1f}%)")
 
 

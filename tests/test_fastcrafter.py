@@ -1,0 +1,233 @@
+"""fastcrafter.Env against crafter.Env: the same obs (bit for bit), reward, done and info, step by step.
+
+The reference is built here, independently of fastcrafter: crafter.Env with each chunk's creatures in
+an insertion-ordered set (patched for the duration of a test only), which is the one difference
+fastcrafter documents. Two policies drive both envs with the same actions: random, and a scripted
+gatherer that makes tables, tools, furnaces and plants happen, sleeps, fights, and lives through
+nights; the tests check that those events did happen, so a policy that drifted into doing nothing
+cannot make the comparison vacuous.
+"""
+
+import collections
+import concurrent.futures
+import hashlib
+import multiprocessing
+import os
+
+import crafter
+import crafter.constants as C
+import numpy as np
+import pytest
+
+import env as E
+import fastcrafter
+
+SEEDS = range(10)
+STEPS = 1000
+A = {name: i for i, name in enumerate(C.actions)}
+
+
+class _InsertionOrdered(dict):
+    def add(self, item) -> None:
+        self[item] = None
+
+    def remove(self, item) -> None:
+        del self[item]
+
+
+def _order_chunks(patch) -> None:
+    """Make crafter.Env's chunks insertion-ordered through `patch(obj, name, value)`."""
+    crafter_reset = crafter.engine.World.reset
+
+    def ordered_reset(world, seed=None):
+        crafter_reset(world, seed)
+        world._chunks = collections.defaultdict(_InsertionOrdered)
+
+    patch(crafter.engine.World, "reset", ordered_reset)
+
+
+@pytest.fixture
+def reference(monkeypatch):
+    """crafter.Env with insertion-ordered chunks, for this test only."""
+    _order_chunks(monkeypatch.setattr)
+    return crafter.Env
+
+
+def assert_same(want: tuple, got: tuple, where: str) -> None:
+    (obs1, rew1, done1, info1), (obs2, rew2, done2, info2) = want, got
+    assert obs1.dtype == obs2.dtype and np.array_equal(obs1, obs2), f"obs differ {where}"
+    assert (rew1, done1) == (rew2, done2), f"reward/done differ {where}"
+    assert info1.keys() == info2.keys(), where
+    for key, value in info1.items():
+        if isinstance(value, np.ndarray):
+            assert value.dtype == info2[key].dtype and np.array_equal(value, info2[key]), f"{key} differs {where}"
+        else:
+            assert value == info2[key], f"{key} differs {where}"
+
+
+def _move(env, rng: np.random.Generator, dx: int = 0, dy: int = 0) -> int:
+    """A move towards (dx, dy), or a random one; never into lava (deaths would only cost resets)."""
+    options = [(1, 0) if dx > 0 else (-1, 0)] if abs(dx) > abs(dy) else [(0, 1) if dy > 0 else (0, -1)]
+    if dx == dy == 0:
+        options = [((-1, 0), (1, 0), (0, -1), (0, 1))[i] for i in rng.permutation(4)]
+    names = {(-1, 0): "move_left", (1, 0): "move_right", (0, -1): "move_up", (0, 1): "move_down"}
+    for step in options:
+        if env._world[env._player.pos + step][0] != "lava":
+            return A[names[step]]
+    return A["noop"]
+
+
+def gatherer(env, rng: np.random.Generator) -> int:
+    """Scripted: chop trees, place a table, make tools, mine stone, place a furnace and saplings,
+    drink, fight whatever it faces, sleep when tired; walk towards what it needs, else wander."""
+    player, world = env._player, env._world
+    inv = player.inventory
+    material, obj = world[player.pos + player.facing]
+    nearby, _ = world.nearby(player.pos, 1)
+    if rng.random() < 0.15:
+        return _move(env, rng)  # wander a little so that it does not get stuck
+    if inv["energy"] < 3 or (player.sleeping and inv["energy"] < 9):
+        return A["sleep"]
+    if isinstance(obj, (crafter.objects.Zombie, crafter.objects.Cow, crafter.objects.Skeleton)):
+        return A["do"]
+    if "table" in nearby:
+        for tool in ("wood_pickaxe", "wood_sword", "stone_pickaxe", "stone_sword"):
+            if not inv[tool] and all(inv[k] >= n for k, n in C.make[tool]["uses"].items()):
+                return A["make_" + tool]
+    place = {"table": "table" not in nearby, "furnace": "table" in nearby and "furnace" not in nearby,
+             "plant": True, "stone": inv["stone"] > 6}
+    for item, wanted in place.items():
+        info = C.place[item]
+        if wanted and material in info["where"] and all(inv[k] >= n for k, n in info["uses"].items()):
+            return A["place_" + item]
+    wants = {"tree": inv["wood"] < 6, "stone": inv["wood_pickaxe"] > 0 and inv["stone"] < 8,
+             "coal": inv["wood_pickaxe"] > 0, "water": inv["drink"] < 7, "grass": rng.random() < 0.2}
+    if wants.get(material):
+        return A["do"]
+    targets = [m for m, wanted in wants.items() if wanted and m != "grass"]
+    cells = [(abs(dx) + abs(dy), dx, dy) for dx in range(-4, 5) for dy in range(-3, 4)
+             if (dx, dy) != (0, 0) and world[player.pos + (dx, dy)][0] in targets]
+    return _move(env, rng, *min(cells)[1:]) if cells else _move(env, rng)
+
+
+def random_policy(env, rng: np.random.Generator) -> int:
+    return int(rng.integers(len(C.actions)))
+
+
+POLICIES = {"random": random_policy, "gatherer": gatherer}
+SIZES = [(100, 100), (37, 53)]  # extra render(size) calls, every 97 steps (they draw night noise too)
+
+
+def _digest(out: tuple) -> dict:
+    """Everything a step returns, in a form that pickles small: arrays as hashes of dtype and bytes."""
+    obs, reward, done, info = out
+    row = {key: (value.dtype.str, value.shape, hashlib.sha1(value.tobytes()).hexdigest())
+           if isinstance(value, np.ndarray) else value for key, value in info.items()}
+    return dict(row, obs=(obs.dtype.str, obs.shape, hashlib.sha1(obs.tobytes()).hexdigest()),
+                step_reward=reward, done=done)
+
+
+def trajectory(env, seed: int, policy: str, steps: int = STEPS) -> tuple[list[dict], collections.Counter]:
+    """One digest per reset and step of `env` under the policy (actions drawn from the env's own
+    state), resetting when an episode ends; also counts what happened."""
+    rng, seen = np.random.default_rng(seed), collections.Counter()
+    rows = [{"reset": hashlib.sha1(env.reset().tobytes()).hexdigest()}]
+    for t in range(steps):
+        action = POLICIES[policy](env, rng)
+        out = env.step(action)
+        rows.append(dict(_digest(out), t=t, action=C.actions[action]))
+        seen["night"] += env._world.daylight < 0.5
+        seen["asleep"] += env._player.sleeping
+        if t % 97 == 0:
+            rows.append({f"render{size}": hashlib.sha1(env.render(size).tobytes()).hexdigest() for size in SIZES})
+        if out[2]:
+            seen.update({name: count for name, count in out[3]["achievements"].items()}, episodes=1)
+            rows.append({"reset": hashlib.sha1(env.reset().tobytes()).hexdigest()})
+    seen.update(env._player.achievements)
+    return rows, seen
+
+
+def _reference_trajectory(seed: int, policy: str) -> tuple[list[dict], collections.Counter]:
+    """In a worker process (which runs nothing else): crafter.Env with insertion-ordered chunks."""
+    _order_chunks(setattr)
+    return trajectory(crafter.Env(seed=seed), seed, policy)
+
+
+def compare_policy(policy: str) -> collections.Counter:
+    """The reference runs in worker processes while this one runs fastcrafter: the same work, in
+    about half the wall-clock time on two cores."""
+    seen = collections.Counter()
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(min(len(SEEDS), os.cpu_count() or 1), context) as pool:
+        futures = {seed: pool.submit(_reference_trajectory, seed, policy) for seed in SEEDS}
+        for seed in SEEDS:
+            got, got_seen = trajectory(fastcrafter.Env(seed=seed), seed, policy)
+            want, _ = futures[seed].result()
+            for w, g in zip(want, got, strict=True):
+                assert w == g, f"seed {seed}, {policy}: {[k for k in w if w[k] != g.get(k)]} differ in {w} vs {g}"
+            seen += got_seen
+    return seen
+
+
+def test_random_policy_matches_crafter():
+    seen = compare_policy("random")
+    assert seen["night"] > 0 and seen["episodes"] > 0, seen
+
+
+def test_gatherer_policy_matches_crafter():
+    seen = compare_policy("gatherer")
+    happened = ["night", "asleep", "wake_up", "collect_wood", "place_table", "make_wood_pickaxe",
+                "make_wood_sword", "collect_stone", "place_furnace", "collect_sapling", "place_plant",
+                "collect_drink"]
+    assert all(seen[name] > 0 for name in happened), {name: seen[name] for name in happened}
+    assert seen["defeat_zombie"] + seen["eat_cow"] + seen["defeat_skeleton"] > 0, seen
+
+
+def test_time_limit_reset_mid_episode_and_options(reference):
+    kwargs = dict(length=40, size=(90, 70), view=(7, 9), reward=False)
+    ref, fast = reference(seed=3, **kwargs), fastcrafter.Env(seed=3, **kwargs)
+    rng = np.random.default_rng(3)
+    for episode in range(3):
+        assert np.array_equal(ref.reset(), fast.reset())
+        for t in range(40 if episode != 1 else 17):  # episode 1 is cut short by a reset
+            action = int(rng.integers(len(C.actions)))
+            want, got = ref.step(action), fast.step(action)
+            assert_same(want, got, f"at step {t} of episode {episode}")
+            assert bool(want[2]) == (t == 39 or want[3]["discount"] == 0)
+    assert want[2], "the time limit must end the episode"
+
+
+def test_shading_is_crafters_light_noise_and_sleep():
+    """fastcrafter's compiled lighting against Crafter's own LocalView._light/_noise/_sleep (numpy and
+    Pillow) on random tiles of every colour range, day and night, awake and asleep, odd sizes."""
+    rng = np.random.default_rng(0)
+    view = crafter.engine.LocalView.__new__(crafter.engine.LocalView)  # its lighting needs only a world
+    for trial in range(300):
+        ux, uy, gw, gh = (int(v) for v in rng.integers(1, 12, 4))
+        atlas = rng.integers(0, 256, (5, ux, uy, 3)).astype(np.uint8)
+        ids = rng.integers(0, 5, (gw, gh))
+        canvas = atlas[ids].transpose(0, 2, 1, 3, 4).reshape(gw * ux, gh * uy, 3)
+        daylight = 1 - np.abs(np.cos(np.pi * ((int(rng.integers(300)) / 300) % 1 + 0.3))) ** 3
+        sleeping, seed = bool(trial % 2), int(rng.integers(2**31))
+        view._world = type("World", (), {"random": np.random.RandomState(seed)})()
+        want = view._light(canvas, daylight)
+        want = view._sleep(want) if sleeping else want
+        noise = (np.random.RandomState(seed).uniform(32, 127, canvas.shape[:2]) if daylight < 0.5
+                 else fastcrafter._NO_NOISE)
+        got = fastcrafter._shade(atlas, ids, ux, uy, daylight, 2 * (0.5 - daylight), noise,
+                                 fastcrafter._vignette(canvas.shape, 0.5), sleeping)
+        assert np.array_equal(want, got), (trial, daylight, sleeping)
+
+
+def test_env_py_runs_either_implementation_alike():
+    envs = [E.make_env("collect_wood", 5, crafter_impl=impl) for impl in E.CRAFTER_IMPLS]
+    assert type(envs[0].unwrapped._crafter) is fastcrafter.Env
+    assert type(envs[1].unwrapped._crafter) is crafter.Env
+    obs = [env.reset(seed=5)[0] for env in envs]
+    for t in range(300):
+        out = [env.step(t % 6) for env in envs]
+        obs = [o[0] for o in out]
+        assert np.array_equal(obs[0]["image"], obs[1]["image"]) and out[0][1:4] == out[1][1:4], t
+    assert crafter.engine.World.reset.__module__ == "crafter.engine", "crafter must not be patched globally"
+    with pytest.raises(ValueError, match="crafter_impl"):
+        E.make_env("collect_wood", 0, crafter_impl="nope")
