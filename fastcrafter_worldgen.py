@@ -140,12 +140,17 @@ def _layout(start, px, py, perm, grad, u):
     return mat, objs[:n], k
 
 
+def _start(w: int, h: int, px: int, py: int, perm: np.ndarray, grad: np.ndarray) -> np.ndarray:
+    """Crafter's `start` (how much a tile is the player's grassland): the sigmoid in numpy, as Crafter does."""
+    return 1 / (1 + np.exp(-_start_logits(w, h, px, py, perm, grad)))
+
+
 def generate_world(world, player) -> None:
     """Fill `world` exactly as `crafter.worldgen.generate_world(world, player)` does (see module docstring)."""
     perm, grad = _simplex_tables(world.random.randint(0, 2**31 - 1))  # opensimplex.OpenSimplex(seed)
     w, h = world.area
     px, py = int(player.pos[0]), int(player.pos[1])
-    start = 1 / (1 + np.exp(-_start_logits(w, h, px, py, perm, grad)))
+    start = _start(w, h, px, py, perm, grad)
     state = world.random.get_state()
     mat, objs, used = _layout(start, px, py, perm, grad, world.random.random_sample(_DRAWS_PER_TILE * w * h))
     world.random.set_state(state)
