@@ -27,7 +27,8 @@ is game logic:
 - the per-step distance check is one vectorised computation; World.move and World.__getitem__ (the
   game rules' most frequent calls) work on Python ints; chunk balancing counts each chunk's grass and
   path cells once per round instead of building a mask per chunk and creature kind.
-World generation goes through `_generate_world`, one function to swap for a compiled version.
+- world generation is fastcrafter_worldgen.generate_world: compiled, consuming `world.random` in exactly
+  Crafter's order (its own module: the noise tables and the compiled pass are a concern of their own).
 """
 
 from __future__ import annotations
@@ -38,13 +39,9 @@ import functools
 import crafter
 import numba
 import numpy as np
-from crafter import constants, engine, objects, worldgen
+from crafter import constants, engine, objects
 
-
-def _generate_world(world: engine.World, player: objects.Player) -> None:
-    """Fill a freshly reset world (materials, then creatures), consuming `world.random` as Crafter does."""
-    worldgen.generate_world(world, player)
-
+from fastcrafter_worldgen import generate_world as _generate_world
 
 # ----------------------------------------------------------------------------------------------
 # The world: Crafter's, with insertion-ordered chunks and a per-object kind table for the semantic view.
