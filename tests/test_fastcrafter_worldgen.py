@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from crafter import constants, engine, objects, worldgen
 
-import env  # noqa: F401  (makes chunks insertion-ordered: the reference the issue compares against)
+import env
+import fastcrafter
 import fastcrafter_worldgen
 from fastcrafter_worldgen import generate_world
 
@@ -16,7 +17,7 @@ SEEDS = range(32)
 
 def fresh(seed: int, area=(64, 64), player_pos=None) -> tuple[engine.World, objects.Player]:
     """A World and Player as `crafter.Env.reset` has them just before it generates the world."""
-    world = engine.World(area, constants.materials, (12, 12))
+    world = fastcrafter.World(area, constants.materials, (12, 12))  # Crafter's, chunks insertion-ordered
     world.reset(seed=seed)
     player = objects.Player(world, player_pos or (area[0] // 2, area[1] // 2))
     world.add(player)
@@ -106,7 +107,7 @@ def test_start_field_bit_for_bit_as_crafter_computes_it_per_tile():
 
 def rollout(seed: int) -> list:
     """Observations, rewards, dones and infos of a reset, 50 random steps, a second reset and 10 more steps."""
-    environment = crafter.Env(seed=seed)
+    environment = env.make_crafter("original", seed=seed)  # crafter.Env, chunks insertion-ordered
     actions = np.random.default_rng(seed).integers(environment.action_space.n, size=60)
     trace = []
     for i, action in enumerate(actions):
