@@ -100,9 +100,10 @@ class FastAgent:
     training will use, so code that passes here is not cut off there."""
 
     def __init__(self, llm=None, *, max_attempts: int = 4, dry_run_task: str = "collect_wood",
-                 dry_run_seed: int = 0, dry_run_steps: int = 64):
+                 dry_run_seed: int = 0, dry_run_steps: int = 64, dry_run_options: dict | None = None):
         self.llm, self.max_attempts = llm, max_attempts
         self.dry_run_task, self.dry_run_seed, self.dry_run_steps = dry_run_task, dry_run_seed, dry_run_steps
+        self.dry_run_options = dict(dry_run_options or {})  # make_env options of the run, e.g. crafter_impl
         self.last_attempts: list[Attempt] = []  # the last write()'s fast loop, for train.py to save
 
     def write(self, subaction: SubAction, env_doc: str, feedback: str | None = None,
@@ -149,7 +150,7 @@ class FastAgent:
         except sandbox.SandboxError as e:
             return _with_line(str(e), e.lineno), e.lineno
         env = make_env(self.dry_run_task, self.dry_run_seed, code_actions=[CodeAction(entry, source)],
-                       max_macro_steps=self.dry_run_steps)
+                       max_macro_steps=self.dry_run_steps, **self.dry_run_options)
         try:
             env.reset(seed=self.dry_run_seed)
             info = env.step(env.n_base)[4]  # action n_base is the first (only) code action
@@ -186,8 +187,10 @@ def save_attempts(attempts: list[Attempt], folder: Path, name: str) -> None:
     """Every attempt of one fast loop, kept with the run: `<name>_<n>.py` holds the code tried and
     `attempts.jsonl` one row each (file, accepted, error, line), so a rejection can be read later."""
     folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / "attempts.jsonl", "a") as f:
-        for n, a in enumerate(attempts, 1):
+    log = folder / "attempts.jsonl"
+    before = sum(json.loads(line)["subaction"] == name for line in log.open()) if log.is_file() else 0
+    with open(log, "a") as f:  # numbered on from earlier loops (a resumed plan phase), never over them
+        for n, a in enumerate(attempts, before + 1):
             file = f"{name}_{n}.py" if a.source else None
             if file:
                 (folder / file).write_text(a.source)

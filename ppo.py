@@ -545,11 +545,14 @@ class PPO:
             torch.cuda.set_rng_state_all(d["rng"]["cuda"])
 
 
+PRECISIONS = ("auto", "fp32", "bf16")
+
+
 def use_bf16(precision: str, device: torch.device) -> bool:
     """The update in bfloat16? `auto` says yes on CPUs with native bf16 units (AVX512-BF16 or AMX), where a
     NatureCNN update measured ~1.5x faster (bench/ppo_sps.py); CUDA stays fp32 until measured there."""
-    if precision not in ("auto", "fp32", "bf16"):
-        raise ValueError(f"precision must be auto, fp32 or bf16, not {precision!r}")
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, not {precision!r}")
     if precision != "auto":
         return precision == "bf16"
     return device.type == "cpu" and (torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())

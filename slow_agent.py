@@ -335,6 +335,8 @@ def rule_based_critique(plan: Plan, code_actions: list[CodeAction], stats: dict)
     active, per_action = _active(plan, code_actions), stats.get("code_actions", {})
     notes, to_rl, fixes = [], [], {}
     for s in plan.code_subactions:
+        if stats.get("mode") == "rl+config":  # code is not written in this mode: nothing to judge or move
+            continue
         if s.name not in active:
             notes.append(f"{s.name} had no accepted code and ran as RL")
             to_rl.append(s.name)
@@ -399,6 +401,9 @@ def _code_action_lines(plan: Plan, code_actions: list[CodeAction], stats: dict) 
     active, per_action = _active(plan, code_actions), stats.get("code_actions", {})
     lines = []
     for name in [s.name for s in plan.code_subactions]:
+        if stats.get("mode") == "rl+config":
+            lines.append(f"- {name}: not written (--mode rl+config runs the plan's RL configuration, no code)")
+            continue
         if name not in active:
             lines.append(f"- {name}: no code was accepted for it, so it was left to RL")
             continue

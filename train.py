@@ -181,6 +181,11 @@ def resumed_args(args: Args, cfg: P.PPOConfig, argv: list[str] | None,
     if not cfg_path.is_file():
         parser.error(f"--resume {args.resume}: no config.json there (not a run directory?)")
     saved = json.loads(cfg_path.read_text())
+    unknown = sorted({*(set(saved["args"]) - {f.name for f in dataclasses.fields(Args)}),
+                      *(set(saved["ppo"]) - {f.name for f in dataclasses.fields(P.PPOConfig)})})
+    if unknown:
+        parser.error(f"--resume {args.resume}: its config.json has settings this version does not know "
+                     f"({', '.join(unknown)}): it was written by another version of train.py; start a new run")
     old, now = {**saved["ppo"], **saved["args"]}, {**asdict(cfg), **asdict(args)}
     flag = lambda name: "--" + name.replace("_", "-")
     given = given_flags(argv) - {"list_tasks"}
@@ -190,14 +195,22 @@ def resumed_args(args: Args, cfg: P.PPOConfig, argv: list[str] | None,
               if n in given and now[n] < old[n]]
     if fixed:
         parser.error(f"--resume {args.resume} cannot change {'; '.join(fixed)}: start a new run for that")
+    finished = (Path(args.resume) / "summary.md").is_file()  # written once the last iteration is done
+    iterations = now["iterations"] if "iterations" in given else old["iterations"]
+    if finished and "total_steps" in given and now["total_steps"] > old["total_steps"] \
+            and iterations <= old["iterations"]:
+        parser.error(f"--resume {args.resume}: the run finished its {old['iterations']} iterations; a larger "
+                     "--total-steps needs a larger --iterations too (the new steps go to the new iterations)")
     changed = {n: now[n] for n in sorted(given & RESUMABLE - {"resume"}) if now[n] != old.get(n)}
     if changed:
         print("resuming with " + ", ".join(f"{flag(n)} {v} (was {old.get(n)})" for n, v in changed.items()))
     return Args(**{**saved["args"], **changed, "resume": args.resume}), P.PPOConfig(**saved["ppo"])
 
 
-def validate(args: Args, parser: argparse.ArgumentParser) -> None:
+def validate(args: Args, cfg: P.PPOConfig, parser: argparse.ArgumentParser) -> None:
     """Bad input ends here with exit code 2 and a sentence, never with a traceback later."""
+    if cfg.precision not in P.PRECISIONS:
+        parser.error(f"--precision must be one of {P.PRECISIONS}, not {cfg.precision!r}")
     if args.mode not in MODES:
         parser.error(f"--mode must be one of {MODES}, not {args.mode!r}")
     if args.llm not in BACKENDS and not args.llm.startswith("replay:"):
@@ -401,7 +414,7 @@ def evaluate(agent: P.Agent, args: Args, library: Library, mask: np.ndarray, ite
     env = E.make_env(args.task, args.seed, code_actions=library.actions, max_macro_steps=args.max_macro_steps,
                      gamma=gamma, crafter_impl=args.crafter_impl, **options)
     env.unwrapped.frames = []
-    env.unwrapped.iteration = iteration
+    env.unwrapped.iteration = iteration + 1  # 1-based, as iter_1/ and the log
     device = next(agent.parameters()).device
     results, rows, first_frames, failed_frames = [], [], None, None
     for ep in range(args.eval_episodes):
@@ -485,7 +498,12 @@ def log_metrics(run: dict, metrics: dict, step: int) -> None:
     if run["wandb"] is not None:
         run["wandb"].log(dict(metrics, global_step=step))
     with open(run["dir"] / "metrics.jsonl", "a") as f:
-        f.write(json.dumps({"global_step": step, "iteration": run["iteration"], **metrics}) + "\n")
+        f.write(json.dumps({"global_step": step, "iteration": run["iteration"] + 1, **metrics}) + "\n")
+
+
+def llm_calls(run: dict) -> int:
+    """LLM calls of the whole run: those before the last resume (from the checkpoint) and this process's."""
+    return run["llm_calls_before"] + (run["llm"].calls if run["llm"] is not None else 0)
 
 
 def save(run: dict, ppo: P.PPO, library: Library, state: dict) -> None:
@@ -496,7 +514,7 @@ def save(run: dict, ppo: P.PPO, library: Library, state: dict) -> None:
         return
     logs = {name: (run["dir"] / name).stat().st_size for name in APPEND_LOGS if (run["dir"] / name).is_file()}
     state = dict(state, library_active=library.active, log_sizes=logs, running=running,
-                 episode_numbers=episode_numbers)
+                 episode_numbers=episode_numbers, llm_calls=llm_calls(run))
     P.save_checkpoint(str(run["dir"] / "checkpoint.pt"), ppo, [asdict(a) for a in library.actions], state)
 
 
@@ -604,7 +622,7 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
     envs = run["envs"]
     if is_crafter(args):  # the plan's shaping, and the iteration the stats rows name (the one they end in)
         envs.call("set_shaping", rl_config.get("shaping"))
-        envs.set_attr("iteration", k)
+        envs.set_attr("iteration", k + 1)  # 1-based, as iter_1/ and the log
     program = n_base + library.actions.index(
         next(a for a in library.actions if a.name == library.active["solve_task"])) \
         if args.mode == "code" and "solve_task" in library.active else None
@@ -614,17 +632,18 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
                mininterval=0.5 if sys.stderr.isatty() else 30,  # a log file gets a line every 30 s
                disable=run["rank"] > 0)
     stats, trend, last = CodeStats(library), [], [None]
-    llm_calls = lambda: run["llm"].calls if run["llm"] is not None else 0
 
     def on_log(metrics: dict, step: int) -> None:
         log_metrics(run, metrics, step)
         if "charts/success_rate" in metrics:  # the episodes that finished in this update, and how many
             trend.append(round(metrics["charts/success_rate"], 3))
             last[0] = f"{trend[-1]:.2f} (n={metrics['charts/success_episodes']})"
-        bar.set_postfix(SPS=metrics.get("charts/SPS"), success=last[0], llm=llm_calls())
+        bar.set_postfix(SPS=metrics.get("charts/SPS"), success=last[0], llm=llm_calls(run))
 
     def on_update(step: int) -> None:  # at a rollout boundary: checkpoint once past each multiple
-        if step // args.checkpoint_every > run["checkpoint_mark"]:
+        # not at the iteration's last update: main() saves after evaluation and the critic, so a resume never
+        # starts an iteration whose training is done but whose statistics (not in the checkpoint) are lost
+        if step < target and step // args.checkpoint_every > run["checkpoint_mark"]:
             run["checkpoint_mark"] = step // args.checkpoint_every
             save(run, ppo, library, state)
 
@@ -661,7 +680,7 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
         report.write_gif(it_dir / "eval.gif", ev["frames"])
     n_train = result["success_episodes"]  # training success: the episodes that finished in this iteration
     train_success = round(result["success_rate"], 3) if n_train else None
-    critic_stats = {"task": args.task, "iteration": k + 1, "env_steps": ppo.global_step,
+    critic_stats = {"task": args.task, "mode": args.mode, "iteration": k + 1, "env_steps": ppo.global_step,
                     "success_rate": train_success, "success_episodes": n_train, "success_trend": trend[-10:],
                     "eval_success_rate": ev["success_rate"], "eval_episodes": args.eval_episodes,
                     "mean_episode_length": ev["mean_length"], "code_actions": stats.summary()}
@@ -671,7 +690,7 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
                              "eval_success": ev["success_rate"],
                              "eval_length": ev["mean_length"], "eval_env_steps": ev["env_steps"],
                              "code_actions": list(library.active.values()), "rl_config": rl_config,
-                             "llm_calls": llm_calls(), "reused": state.get("reused", []),
+                             "llm_calls": llm_calls(run), "reused": state.get("reused", []),
                              "n_actions": ppo.agent.n_actions,
                              "wall_s": round(time.time() - t0, 1)})
     shown = "-" if train_success is None else f"{train_success:.2f}"
@@ -729,7 +748,7 @@ def main(argv: list[str] | None = None) -> int:
         return E.main(["--list"])
     if args.resume:
         args, cfg = resumed_args(args, cfg, argv, parser)
-    validate(args, parser)
+    validate(args, cfg, parser)
     device = "cuda" if args.device == "auto" and torch.cuda.is_available() else args.device.replace("auto", "cpu")
     rank, world, device = init_distributed(device)
     P.seed_everything(args.seed)  # every rank builds the same initial weights
@@ -757,12 +776,14 @@ def main(argv: list[str] | None = None) -> int:
               + (f" (x{world} ranks under torchrun)" if world > 1 else ""))
     if rank == 0:  # on --resume too: the settings it changed hold for the next resume
         (run_dir / "config.json").write_text(json.dumps(
-            {"args": asdict(args), "ppo": asdict(cfg), "backend": backend, "device": device}, indent=2))
+            {"args": asdict(args), "ppo": asdict(cfg), "backend": backend, "device": device,
+             "bf16_update": P.use_bf16(cfg.precision, torch.device(device))}, indent=2))
 
     from torch.utils.tensorboard import SummaryWriter
 
     run = {"dir": run_dir, "writer": SummaryWriter(str(run_dir)) if rank == 0 else None, "wandb": None,
-           "iteration": 0, "llm": llm, "rank": rank, "world": world, "args": args, "skills": None}
+           "iteration": 0, "llm": llm, "rank": rank, "world": world, "args": args, "skills": None,
+           "llm_calls_before": 0}
     if args.track and rank == 0:
         import wandb
 
@@ -789,6 +810,7 @@ def main(argv: list[str] | None = None) -> int:
         actions, state = P.load_checkpoint(str(ckpt), ppo)
         library = Library([E.CodeAction(**a) for a in actions], state.pop("library_active"))
         running, episode_numbers = state.pop("running", []), state.pop("episode_numbers", [])
+        run["llm_calls_before"] = state.pop("llm_calls", 0)
         if rank == 0:
             rewind_logs(run_dir, state.get("log_sizes", {}), running)
             print(f"resumed from {ckpt}: iteration {state['iteration'] + 1}, {ppo.global_step} env steps done"
@@ -800,7 +822,9 @@ def main(argv: list[str] | None = None) -> int:
         run["envs"].set_attr("episode_number", episode_numbers[rank * n:(rank + 1) * n])
     if rank:  # ...and samples its own actions (a checkpoint holds rank 0's RNG state)
         P.seed_everything(args.seed + 1000 * rank + ppo.global_step)
-    slow, fast = SlowAgent(llm), FastAgent(llm, dry_run_task=args.task, dry_run_steps=args.max_macro_steps)
+    dry_run_options = {"crafter_impl": args.crafter_impl} if is_crafter(args) else {}
+    slow = SlowAgent(llm)
+    fast = FastAgent(llm, dry_run_task=args.task, dry_run_steps=args.max_macro_steps, dry_run_options=dry_run_options)
     run["slow"] = slow
     try:
         while state["iteration"] < args.iterations:

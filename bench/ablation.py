@@ -99,8 +99,8 @@ def episodes(run_dir: Path) -> list[tuple[int, dict]]:
     """(position, row) of every finished training episode in stats.jsonl (one row per episode, in the order
     they finished). Position = env steps of all episodes finished so far, this one's included: stats.jsonl
     has no step counter. It trails the trainer's counter by the steps of the episodes still running then
-    (< num_envs x the task's step limit) and of any cut off unfinished before (a train.py that closes its
-    envs between iterations drops their episodes; the result's `finished` shows the coverage)."""
+    (< num_envs x the task's step limit; they end up in unfinished.jsonl, and the result's `finished`
+    shows how much of the run the finished episodes cover)."""
     rows = report.read_jsonl(run_dir / "stats.jsonl")
     return list(zip(np.cumsum([r["length"] for r in rows]).tolist(), rows, strict=True))
 
@@ -160,7 +160,8 @@ def result_of(cell: Cell, run_dir: Path) -> dict:
               "dirty": any(a["dirty"] for a in attempts), "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
               "machine": attempts[0]["machine"] if attempts else None, "attempts": len(attempts),
               "wall_s": wall, "sps": round(env_steps / wall, 1) if wall else None,
-              "device": config.get("device"), "backend": config.get("backend"), "curve": points,
+              "device": config.get("device"), "bf16_update": config.get("bf16_update"),
+              "backend": config.get("backend"), "curve": points,
               # how much of env_steps the finished episodes cover (the rest: episodes cut off or still going)
               "finished": {"episodes": len(eps), "env_steps": eps[-1][0] if eps else 0},
               "train": {"window": [cell.budget * (POINTS - 1) // POINTS, cell.budget], "n": points[-1]["n"],
@@ -224,7 +225,8 @@ def command_for(cell: Cell, run_dir: Path, extra: list[str]) -> list[str]:
     if (run_dir / "config.json").is_file():
         return [sys.executable, str(ROOT / "train.py"), "--resume", str(run_dir)]
     llm = [] if cell.mode == "rl" else ["--llm", "library"]  # rl+config needs the plan, code the program
-    return [sys.executable, str(ROOT / "train.py"), "--task", cell.task, "--mode", cell.mode, *llm,
+    # --skills none: no skill library shared between cells, so no cell (or seed) reuses another's skills
+    return [sys.executable, str(ROOT / "train.py"), "--task", cell.task, "--mode", cell.mode, *llm, "--skills", "none",
             "--seed", str(cell.seed), "--total-steps", str(cell.budget), "--runs-dir", str(run_dir.parent),
             "--run-name", run_dir.name, *extra]
 

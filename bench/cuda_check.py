@@ -44,7 +44,7 @@ def run(device: str, args) -> tuple[list[dict], np.ndarray]:
     seed_everything(args.seed)
     envs = rl_env.make_vec_env(args.task, args.num_envs, seed=args.seed)
     agent = Agent(envs.single_observation_space, envs.single_action_space.n)
-    cfg = PPOConfig(num_steps=args.num_steps)  # the envs are seeded by make_vec_env
+    cfg = PPOConfig(num_steps=args.num_steps, precision="fp32")  # bf16 on one side only would differ
     ppo = PPO(agent, cfg, device=device, total_steps=args.steps)
     assert ppo.device.type == torch.device(device).type, f"asked for {device}, got {ppo.device}"
     logs, actions = [], []

@@ -224,7 +224,7 @@ def test_every_env_step_is_in_one_crafter_row(seed_runs):
         assert 1 <= len(unfinished) <= 2  # the 2 envs' episodes still going at the end (if any step was taken)
         rows = episode_rows(d)
         assert sum(r["length"] for r in rows) == final_step
-        assert all(r["length"] > 0 and r["iteration"] == 0 and {"reward", "seed", "achievement_collect_wood"} <= set(r)
+        assert all(r["length"] > 0 and r["iteration"] == 1 and {"reward", "seed", "achievement_collect_wood"} <= set(r)
                    for r in rows)
 
 
@@ -266,7 +266,8 @@ def test_a_rewritten_code_action_starts_from_its_old_logit_row(tmp_path):
 
 def test_bad_input_exits_2_with_a_sentence(tmp_path, capsys):
     for argv, words in [(["--task", "colect_wood"], "collect_wood"), (["--mode", "magic"], "--mode"),
-                        (["--num-envs", "0"], "positive"), (["--task", "minedojo:harvest_milk"], "MineDojo")]:
+                        (["--num-envs", "0"], "positive"), (["--task", "minedojo:harvest_milk"], "MineDojo"),
+                        (["--precision", "fp16"], "--precision"), (["--crafter-impl", "slow"], "--crafter-impl")]:
         with pytest.raises(SystemExit) as e:
             train.main(argv + ["--runs-dir", str(tmp_path)])
         assert e.value.code == 2
@@ -314,6 +315,28 @@ def test_resume_takes_new_endpoint_and_budget_and_names_the_flags_it_cannot_chan
         with pytest.raises(SystemExit) as e:
             train.resumed_args(args, cfg, argv, parser)
         assert e.value.code == 2 and words in capsys.readouterr().err, bad
+
+
+def test_resume_refuses_an_old_config_and_a_bigger_budget_for_a_finished_run(tmp_path, capsys):
+    d = saved_run(tmp_path, iterations=2, total_steps=600)
+    (d / "summary.md").write_text("# done\n")  # the run finished its 2 iterations
+    for bad, words in [(["--total-steps", "900"], "needs a larger --iterations too"),
+                       (["--total-steps", "900", "--iterations", "2"], "needs a larger --iterations too")]:
+        argv = ["--resume", str(d), *bad]
+        args, cfg, parser = train.parse_args(argv)
+        with pytest.raises(SystemExit) as e:
+            train.resumed_args(args, cfg, argv, parser)
+        assert e.value.code == 2 and words in capsys.readouterr().err, bad
+    argv = ["--resume", str(d), "--total-steps", "900", "--iterations", "3"]  # new steps, new iteration: fine
+    args, cfg, parser = train.parse_args(argv)
+    assert train.resumed_args(args, cfg, argv, parser)[0].total_steps == 900
+    saved = json.loads((d / "config.json").read_text())
+    saved["ppo"]["seed"] = 1  # a config.json of an older train.py (PPOConfig had a seed then)
+    (d / "config.json").write_text(json.dumps(saved))
+    args, cfg, parser = train.parse_args(["--resume", str(d)])
+    with pytest.raises(SystemExit) as e:
+        train.resumed_args(args, cfg, ["--resume", str(d)], parser)
+    assert e.value.code == 2 and "does not know (seed)" in capsys.readouterr().err
 
 
 def test_resume_with_a_new_endpoint_and_a_larger_budget_runs_on(e2e, tmp_path):
