@@ -34,6 +34,7 @@ import numpy as np
 import sandbox
 from sandbox import MAX_API_CALLS, MAX_CALL_CHARS, MAX_LOG_CHARS, MAX_PLAIN_ITEMS, RunResult
 
+START_TIMEOUT_S = 30.0  # a fresh worker that has not said "ready" by then counts as crashed
 KILL_AFTER_S = 0.5  # grace past the time limit before the worker is killed (its own budget stops loops)
 MAX_MESSAGE_BYTES = 1_000_000  # longest message the trainer reads from the worker
 MAX_ERROR_CHARS = 2_000
@@ -115,6 +116,14 @@ class Worker:
         self._poll.register(self._conn.fileno(), select.POLLIN)
         self._finalizer = weakref.finalize(self, _stop, self._proc, self._conn)
         self.starts += 1
+        # wait for its "ready", so that its start-up (a fresh interpreter's imports) is never charged to the
+        # first run's time budget; a worker that does not come up is an OSError: that run fails, not training
+        try:
+            ready = self._poll.poll(START_TIMEOUT_S * 1e3) and self._conn.recv_bytes(64) == b'["ready"]'
+        except (EOFError, OSError):
+            ready = False
+        if not ready:
+            raise OSError("the sandbox worker process did not start")
 
     def _failed(self, what: str = "") -> RunResult:
         """The worker died (or misbehaved) during this run: report it, and start afresh next time."""

@@ -271,6 +271,7 @@ def serve(conn: Connection) -> None:
     except (ValueError, OSError):  # not on every OS; the memory ceiling in _Run still holds
         pass
     baseline, parent = _memory_mb(1), os.getppid()
+    conn.send_bytes(b'["ready"]')  # the trainer starts a run's clock only now, not during our start-up
     while True:
         try:
             _, source, entry, names, time_limit = pickle.loads(conn.recv_bytes())

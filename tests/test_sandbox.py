@@ -513,3 +513,15 @@ def test_the_trainer_acts_only_on_well_formed_messages_from_the_worker():
     for bad in (["done", True, 5, None, None, [], False], ["done", True, None, None, "pwned", [], False],
                 ["done", True, None, None, None, [1], False], ["done", True, None, None, None, [], 0]):
         assert not sandbox_host._is_done(bad), bad
+
+
+def test_a_fresh_workers_start_up_is_not_charged_to_the_first_run(monkeypatch):
+    """A fresh interpreter takes ~0.1-0.3 s to import; a short time budget with no grace must still let a
+    trivial first run finish, or every dry run on a busy machine could fail as 'ran past its budget'."""
+    monkeypatch.setattr(sandbox_host, "KILL_AFTER_S", 0.0)
+    w = sandbox_host.Worker()
+    try:
+        result = _run(w, "def act(api):\n    return True\n", time_limit=0.05)
+        assert result.returned is True and result.stopped is None, result
+    finally:
+        w.close()
