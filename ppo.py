@@ -174,7 +174,7 @@ class Agent(nn.Module):
         logits = self.actor(f)
         if mask is not None:
             logits = torch.where(mask, logits, MASKED_LOGIT)
-        dist = Categorical(logits=logits)
+        dist = Categorical(logits=logits, validate_args=False)  # its argument checks cost ~0.2 ms a call
         if action is None:
             action = sample(dist.probs)
         return action, dist.log_prob(action), dist.entropy(), self.critic(f).squeeze(-1)
@@ -467,7 +467,9 @@ class PPO:
             perm = torch.randperm(B).to(self.device)  # CPU generator, as in sample()
             for start in range(0, B - mb_size + 1, mb_size):
                 idx = perm[start:start + mb_size]
-                mb_obs = {k: v[idx] for k, v in b_obs.items()} if isinstance(b_obs, dict) else b_obs[idx]
+                # index_select: a uint8 image gather ~15x faster than v[idx] (advanced indexing) on this CPU
+                mb_obs = ({k: v.index_select(0, idx) for k, v in b_obs.items()} if isinstance(b_obs, dict)
+                          else b_obs.index_select(0, idx))
                 mb_mask = None if mask is None else mask[idx % n_env]  # row b = t * N + env
                 _, newlogprob, entropy, newvalue = agent.get_action_and_value(mb_obs, b_actions[idx], mb_mask,
                                                                                bf16=self.bf16)
