@@ -12,7 +12,8 @@ Every side is built once and warmed up (one rollout, off the clock: numba compil
 the sides take turns, `--rounds` rounds of steps/rounds env steps each, so load from other jobs on the machine
 falls on all sides alike. Rates are env steps per wall-clock second summed over the rounds; the CPU-time rate
 (this process) is printed beside them. "learner" = (wall time - time inside the vector env's step) per env step.
-Memory: RSS that each side's setup and warm-up added, and the process's peak RSS.
+Memory: RSS that each side's setup and warm-up rollout added (after torch's one-time allocations), and the
+process's peak RSS (all four sides live at once).
 The last line is the issue's summary: X = c/b, Y = c/d, Z = c/a (targets X >= 2.5, Y >= 1.5).
 """
 
@@ -142,6 +143,18 @@ class SB3(Side):
         return self.venv.step_time
 
 
+def warm_torch(args) -> None:
+    """One fp32 and one bf16 forward+backward of a minibatch before any side is measured: torch's one-time
+    allocations (oneDNN kernels, thread pools) would otherwise show in the RSS of whichever side comes first."""
+    envs = rl_env.make_vec_env(args.task, 1, seed=args.seed)
+    agent, n = Agent(envs.single_observation_space, envs.single_action_space.n), args.num_steps * args.num_envs
+    obs = {k: torch.zeros((n // args.minibatches, *s.shape), dtype=torch.uint8)
+           for k, s in envs.single_observation_space.items()}
+    for bf16 in (False, True):
+        agent.get_action_and_value(obs, torch.zeros(len(obs["image"]), dtype=torch.long), bf16=bf16)[1].sum().backward()
+    envs.close()
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--task", default="collect_wood")
@@ -166,6 +179,7 @@ def main() -> None:
     a, b = RawEnv(args), Ours(args, "(b) original Crafter + fp32 learner", "original", "fp32")
     c, d = Ours(args, "(c) fastcrafter + new defaults (auto)", "fast", "auto"), SB3(args)
     sides = [a, b, c, d]
+    warm_torch(args)
     for side in sides:
         side.setup(args.warmup)
     for _ in range(args.rounds):
