@@ -12,8 +12,8 @@ Every side is built once and warmed up (one rollout, off the clock: numba compil
 the sides take turns, `--rounds` rounds of steps/rounds env steps each, so load from other jobs on the machine
 falls on all sides alike. Rates are env steps per wall-clock second summed over the rounds; the CPU-time rate
 (this process) is printed beside them. "learner" = (wall time - time inside the vector env's step) per env step.
-Memory: RSS that each side's setup and warm-up rollout added (after torch's one-time allocations), and the
-process's peak RSS (all four sides live at once).
+Memory: the process's peak RSS, all four sides live at once (per-side RSS deltas proved meaningless: the
+allocator reuses what earlier sides freed); per-env memory of the two Crafters is in bench/env_sps.py.
 The last line is the issue's summary: X = c/b, Y = c/d, Z = c/a (targets X >= 2.5, Y >= 1.5).
 """
 
@@ -27,11 +27,6 @@ import torch
 
 import env as rl_env
 from ppo import PPO, Agent, PPOConfig, seed_everything, use_bf16
-
-
-def rss_mb() -> float:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * resource.getpagesize() / 2**20
 
 
 class TimedVecEnv(gym.vector.VectorWrapper):
@@ -52,7 +47,7 @@ class Side:
     """One measured setting: `run(n)` does n more env steps; wall/CPU/env time add up over the timed calls."""
 
     def __init__(self, label: str):
-        self.label, self.steps, self.wall, self.cpu, self.env_time, self.rss = label, 0, 0.0, 0.0, 0.0, 0.0
+        self.label, self.steps, self.wall, self.cpu, self.env_time = label, 0, 0.0, 0.0, 0.0
 
     def timed(self, n: int) -> None:
         env_before, w, c = self.env_time_now(), time.perf_counter(), time.process_time()
@@ -63,10 +58,8 @@ class Side:
         self.steps += n
 
     def setup(self, warmup: int) -> None:
-        before = rss_mb()
         self.build()
         self.run(warmup)
-        self.rss = rss_mb() - before
 
     def sps(self) -> float:
         return self.steps / self.wall
@@ -143,18 +136,6 @@ class SB3(Side):
         return self.venv.step_time
 
 
-def warm_torch(args) -> None:
-    """One fp32 and one bf16 forward+backward of a minibatch before any side is measured: torch's one-time
-    allocations (oneDNN kernels, thread pools) would otherwise show in the RSS of whichever side comes first."""
-    envs = rl_env.make_vec_env(args.task, 1, seed=args.seed)
-    agent, n = Agent(envs.single_observation_space, envs.single_action_space.n), args.num_steps * args.num_envs
-    obs = {k: torch.zeros((n // args.minibatches, *s.shape), dtype=torch.uint8)
-           for k, s in envs.single_observation_space.items()}
-    for bf16 in (False, True):
-        agent.get_action_and_value(obs, torch.zeros(len(obs["image"]), dtype=torch.long), bf16=bf16)[1].sum().backward()
-    envs.close()
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--task", default="collect_wood")
@@ -179,7 +160,6 @@ def main() -> None:
     a, b = RawEnv(args), Ours(args, "(b) original Crafter + fp32 learner", "original", "fp32")
     c, d = Ours(args, "(c) fastcrafter + new defaults (auto)", "fast", "auto"), SB3(args)
     sides = [a, b, c, d]
-    warm_torch(args)
     for side in sides:
         side.setup(args.warmup)
     for _ in range(args.rounds):
@@ -187,8 +167,7 @@ def main() -> None:
             side.timed(chunk)
     for s in sides:
         learner = "" if s is a else f"   learner {(s.wall - s.env_time) / s.steps * 1e6:6.0f} us/step"
-        print(f"{s.label:42s} {s.sps():7.0f} SPS wall {s.steps / s.cpu:7.0f} SPS cpu{learner}"
-              f"   setup RSS +{s.rss:5.0f} MB")
+        print(f"{s.label:42s} {s.sps():7.0f} SPS wall {s.steps / s.cpu:7.0f} SPS cpu{learner}")
     print(f"peak RSS of the process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB; "
           f"load average now {open('/proc/loadavg').read().split()[0]}; "
           f"cpu-time ratios c/b {b.cpu / c.cpu:.2f}, c/d {d.cpu / c.cpu:.2f}")
