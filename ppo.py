@@ -547,7 +547,7 @@ class PPO:
 
 def use_bf16(precision: str, device: torch.device) -> bool:
     """The update in bfloat16? `auto` says yes on CPUs with native bf16 units (AVX512-BF16 or AMX), where a
-    NatureCNN update measured ~1.5x faster (bench/ppo_sps.py); CUDA stays fp32 until measured there."""
+    NatureCNN minibatch update measured 1.5-2x faster (README); CUDA stays fp32 until measured there."""
     if precision not in ("auto", "fp32", "bf16"):
         raise ValueError(f"precision must be auto, fp32 or bf16, not {precision!r}")
     if precision != "auto":

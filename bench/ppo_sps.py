@@ -15,6 +15,7 @@ falls on all sides alike. Rates are env steps per wall-clock second summed over 
 Memory: the process's peak RSS, all four sides live at once (per-side RSS deltas proved meaningless: the
 allocator reuses what earlier sides freed); per-env memory of the two Crafters is in bench/env_sps.py.
 The last line is the issue's summary: X = c/b, Y = c/d, Z = c/a (targets X >= 2.5, Y >= 1.5).
+SB3 is a bench-only dependency: pip install -r bench/requirements.txt
 """
 
 import argparse
