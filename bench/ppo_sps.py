@@ -12,6 +12,7 @@ Every side is built once and warmed up (one rollout, off the clock: numba compil
 the sides take turns, `--rounds` rounds of steps/rounds env steps each, so load from other jobs on the machine
 falls on all sides alike. Rates are env steps per wall-clock second summed over the rounds; the CPU-time rate
 (this process) is printed beside them. "learner" = (wall time - time inside the vector env's step) per env step.
+Then one minibatch update of the learner alone, fp32 against bf16 autocast (same network, random pixels).
 Memory: the process's peak RSS, all four sides live at once (per-side RSS deltas proved meaningless: the
 allocator reuses what earlier sides freed); per-env memory of the two Crafters is in bench/env_sps.py.
 The last line is the issue's summary: X = c/b, Y = c/d, Z = c/a (targets X >= 2.5, Y >= 1.5).
@@ -137,6 +138,23 @@ class SB3(Side):
         return self.venv.step_time
 
 
+def update_ms(args, bf16: bool, reps: int = 16) -> float:
+    """ms of one PPO minibatch (forward, backward, grad clip, Adam) of the learner alone, on random pixels."""
+    envs = rl_env.make_vec_env(args.task, 1, seed=args.seed)
+    agent = Agent(envs.single_observation_space, envs.single_action_space.n)
+    ppo, n = PPO(agent, PPOConfig()), args.num_steps * args.num_envs // args.minibatches
+    obs = {k: torch.randint(0, 10, (n, *s.shape), dtype=torch.uint8) for k, s in envs.single_observation_space.items()}
+    start = 0.0
+    for i in range(reps + 2):  # two warm-up calls
+        start = time.perf_counter() if i == 2 else start
+        logprob, value = agent.get_action_and_value(obs, torch.zeros(n, dtype=torch.long), bf16=bf16)[1::2]
+        ppo.optimizer.zero_grad()
+        (value.square().mean() - logprob.mean()).backward()
+        torch.nn.utils.clip_grad_norm_(agent.parameters(), 0.5)
+        ppo.optimizer.step()
+    return (time.perf_counter() - start) / reps * 1e3
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--task", default="collect_wood")
@@ -169,6 +187,9 @@ def main() -> None:
     for s in sides:
         learner = "" if s is a else f"   learner {(s.wall - s.env_time) / s.steps * 1e6:6.0f} us/step"
         print(f"{s.label:42s} {s.sps():7.0f} SPS wall {s.steps / s.cpu:7.0f} SPS cpu{learner}")
+    fp32, bf16 = update_ms(args, False), update_ms(args, True)
+    print(f"learner alone, one {rollout // args.minibatches}-sample minibatch update: fp32 {fp32:.1f} ms, "
+          f"bf16 {bf16:.1f} ms ({fp32 / bf16:.2f}x)")
     print(f"peak RSS of the process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB; "
           f"load average now {open('/proc/loadavg').read().split()[0]}; "
           f"cpu-time ratios c/b {b.cpu / c.cpu:.2f}, c/d {d.cpu / c.cpu:.2f}")
