@@ -1,30 +1,34 @@
-"""Throughput of our PPO next to raw env stepping and Stable-Baselines3 PPO, measured in one run.
+"""Training throughput, measured side by side in one run (issue 13):
 
-    python bench/ppo_sps.py                                  # collect_wood, 8 envs, 128x8 rollouts, 16k steps
-    python bench/ppo_sps.py --steps 2048 --num-envs 4        # a quick look
-    python bench/ppo_sps.py --device cuda --skip-sb3
+    python -m bench.ppo_sps                         # collect_wood, 8 envs x 128 steps, 4 x 4, 16384 steps each
+    python -m bench.ppo_sps --steps 4096 --rounds 2 # a quick look
 
-Same Crafter vector env, same rollout (num_steps x num_envs) and update sizes (minibatches, epochs) for
-(a) random actions, (b) ppo.PPO and (c) SB3 PPO with MultiInputPolicy (NatureCNN on the image, the
-CnnPolicy-equivalent for a Dict observation). Each trainer's env time is measured inside its own run,
-so "learner overhead" = (its wall time - its env stepping time) / env steps.
-Targets (issue 3): b/a >= 0.8, b/c >= 1.2, our overhead <= half of SB3's.
+On the same task, world seeds and rollout sizes (8 envs x 128 steps, 4 minibatches x 4 epochs, 1 torch thread):
+  (a) raw env: fastcrafter through env.make_vec_env, random actions, no learner;
+  (b) today's old default: original Crafter (`crafter_impl="original"`) + ppo.PPO with the fp32 learner;
+  (c) the new defaults: fastcrafter + ppo.PPO with precision="auto" (bf16 update where the CPU has bf16 units);
+  (d) Stable-Baselines3 PPO (MultiInputPolicy, same n_steps/batch/epochs) on the same fastcrafter env.
+Every side is built once and warmed up (one rollout, off the clock: numba compilation, first-call costs); then
+the sides take turns, `--rounds` rounds of steps/rounds env steps each, so load from other jobs on the machine
+falls on all sides alike. Rates are env steps per wall-clock second summed over the rounds; the CPU-time rate
+(this process) is printed beside them. "learner" = (wall time - time inside the vector env's step) per env step.
+Then one minibatch update of the learner alone, fp32 against bf16 autocast (same network, random pixels).
+Memory: the process's peak RSS, all four sides live at once (per-side RSS deltas proved meaningless: the
+allocator reuses what earlier sides freed); per-env memory of the two Crafters is in bench/env_sps.py.
+The last line is the issue's summary: X = c/b, Y = c/d, Z = c/a (targets X >= 2.5, Y >= 1.5).
 SB3 is a bench-only dependency: pip install -r bench/requirements.txt
 """
 
 import argparse
-import os
-import sys
+import resource
 import time
 
 import gymnasium as gym
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-
-import env as rl_env  # noqa: E402
-from ppo import PPO, Agent, PPOConfig, seed_everything  # noqa: E402
+import env as rl_env
+from ppo import PPO, Agent, PPOConfig, seed_everything, use_bf16
 
 
 class TimedVecEnv(gym.vector.VectorWrapper):
@@ -41,57 +45,114 @@ class TimedVecEnv(gym.vector.VectorWrapper):
         return out
 
 
-def bench_random(args) -> tuple[float, float]:
-    envs = rl_env.make_vec_env(args.task, args.num_envs, seed=args.seed)
-    envs.reset(seed=args.seed)
-    rng = np.random.default_rng(args.seed)
-    n_act = envs.single_action_space.n
-    t = time.perf_counter()
-    for _ in range(args.steps // args.num_envs):
-        envs.step(rng.integers(0, n_act, args.num_envs))
-    wall = time.perf_counter() - t
-    envs.close()
-    return args.steps / wall, wall
+class Side:
+    """One measured setting: `run(n)` does n more env steps; wall/CPU/env time add up over the timed calls."""
+
+    def __init__(self, label: str):
+        self.label, self.steps, self.wall, self.cpu, self.env_time = label, 0, 0.0, 0.0, 0.0
+
+    def timed(self, n: int) -> None:
+        env_before, w, c = self.env_time_now(), time.perf_counter(), time.process_time()
+        self.run(n)
+        self.wall += time.perf_counter() - w
+        self.cpu += time.process_time() - c
+        self.env_time += self.env_time_now() - env_before
+        self.steps += n
+
+    def setup(self, warmup: int) -> None:
+        self.build()
+        self.run(warmup)
+
+    def sps(self) -> float:
+        return self.steps / self.wall
 
 
-def bench_ours(args) -> tuple[float, float]:
-    seed_everything(args.seed)
-    envs = TimedVecEnv(rl_env.make_vec_env(args.task, args.num_envs, seed=args.seed))
+class RawEnv(Side):
+    def __init__(self, args):
+        super().__init__("(a) raw env (fastcrafter, random actions)")
+        self.args = args
+
+    def build(self) -> None:
+        self.envs = TimedVecEnv(rl_env.make_vec_env(self.args.task, self.args.num_envs, seed=self.args.seed))
+        self.envs.reset()
+        self.rng, self.n_act = np.random.default_rng(self.args.seed), self.envs.single_action_space.n
+
+    def run(self, n: int) -> None:
+        for _ in range(n // self.envs.num_envs):
+            self.envs.step(self.rng.integers(0, self.n_act, self.envs.num_envs))
+
+    def env_time_now(self) -> float:
+        return self.envs.step_time
+
+
+class Ours(Side):
+    def __init__(self, args, label: str, crafter_impl: str, precision: str):
+        super().__init__(label)
+        self.args, self.crafter_impl, self.precision = args, crafter_impl, precision
+
+    def build(self) -> None:
+        a = self.args
+        seed_everything(a.seed)
+        self.envs = TimedVecEnv(rl_env.make_vec_env(a.task, a.num_envs, seed=a.seed, crafter_impl=self.crafter_impl))
+        agent = Agent(self.envs.single_observation_space, self.envs.single_action_space.n)
+        cfg = PPOConfig(num_steps=a.num_steps, num_minibatches=a.minibatches, update_epochs=a.epochs,
+                        precision=self.precision)
+        self.ppo = PPO(agent, cfg, device="cpu", total_steps=a.steps + a.warmup)
+
+    def run(self, n: int) -> None:
+        self.ppo.train(self.envs, n)
+
+    def env_time_now(self) -> float:
+        return self.envs.step_time
+
+
+class SB3(Side):
+    def __init__(self, args):
+        super().__init__("(d) SB3 PPO, fastcrafter")
+        self.args = args
+
+    def build(self) -> None:
+        from stable_baselines3 import PPO as SB3PPO
+        from stable_baselines3.common.vec_env import DummyVecEnv
+
+        class TimedDummyVecEnv(DummyVecEnv):
+            step_time = 0.0
+
+            def step_wait(self):
+                t = time.perf_counter()
+                out = super().step_wait()
+                self.step_time += time.perf_counter() - t
+                return out
+
+        a = self.args
+        seed_everything(a.seed)  # SB3 itself gets no seed: it would reseed the envs' worlds on reset
+        self.venv = TimedDummyVecEnv([lambda i=i: rl_env.make_env(a.task, a.seed, index=i) for i in range(a.num_envs)])
+        self.model = SB3PPO("MultiInputPolicy", self.venv, n_steps=a.num_steps,
+                            batch_size=a.num_steps * a.num_envs // a.minibatches, n_epochs=a.epochs,
+                            learning_rate=2.5e-4, ent_coef=0.01, clip_range=0.2, device="cpu", verbose=0)
+
+    def run(self, n: int) -> None:
+        self.model.learn(total_timesteps=n, reset_num_timesteps=False)  # goes on with the same episodes
+
+    def env_time_now(self) -> float:
+        return self.venv.step_time
+
+
+def update_ms(args, bf16: bool, reps: int = 16) -> float:
+    """ms of one PPO minibatch (forward, backward, grad clip, Adam) of the learner alone, on random pixels."""
+    envs = rl_env.make_vec_env(args.task, 1, seed=args.seed)
     agent = Agent(envs.single_observation_space, envs.single_action_space.n)
-    cfg = PPOConfig(num_steps=args.num_steps, num_minibatches=args.minibatches, update_epochs=args.epochs,
-                    seed=args.seed)
-    ppo = PPO(agent, cfg, device=args.device, total_steps=args.steps)
-    t = time.perf_counter()
-    ppo.train(envs, args.steps)
-    wall = time.perf_counter() - t
-    envs.close()
-    return ppo.global_step / wall, (wall - envs.step_time) / ppo.global_step
-
-
-def bench_sb3(args) -> tuple[float, float]:
-    from stable_baselines3 import PPO as SB3PPO
-    from stable_baselines3.common.vec_env import DummyVecEnv
-
-    class TimedDummyVecEnv(DummyVecEnv):
-        step_time = 0.0
-
-        def step_wait(self):
-            t = time.perf_counter()
-            out = super().step_wait()
-            self.step_time += time.perf_counter() - t
-            return out
-
-    venv = TimedDummyVecEnv([lambda i=i: rl_env.make_env(args.task, args.seed + i) for i in range(args.num_envs)])
-    batch = args.num_steps * args.num_envs
-    model = SB3PPO("MultiInputPolicy", venv, n_steps=args.num_steps, batch_size=batch // args.minibatches,
-                   n_epochs=args.epochs, learning_rate=2.5e-4, ent_coef=0.01, clip_range=0.2,
-                   device=args.device, seed=args.seed, verbose=0)
-    # SB3 wraps channels-last images in VecTransposeImage; time the innermost env, as for ours
-    t = time.perf_counter()
-    model.learn(total_timesteps=args.steps)
-    wall = time.perf_counter() - t
-    steps = model.num_timesteps
-    return steps / wall, (wall - venv.step_time) / steps
+    ppo, n = PPO(agent, PPOConfig()), args.num_steps * args.num_envs // args.minibatches
+    obs = {k: torch.randint(0, 10, (n, *s.shape), dtype=torch.uint8) for k, s in envs.single_observation_space.items()}
+    start = 0.0
+    for i in range(reps + 2):  # two warm-up calls
+        start = time.perf_counter() if i == 2 else start
+        logprob, value = agent.get_action_and_value(obs, torch.zeros(n, dtype=torch.long), bf16=bf16)[1::2]
+        ppo.optimizer.zero_grad()
+        (value.square().mean() - logprob.mean()).backward()
+        torch.nn.utils.clip_grad_norm_(agent.parameters(), 0.5)
+        ppo.optimizer.step()
+    return (time.perf_counter() - start) / reps * 1e3
 
 
 def main() -> None:
@@ -101,28 +162,39 @@ def main() -> None:
     p.add_argument("--num-steps", type=int, default=128, help="rollout length per env")
     p.add_argument("--minibatches", type=int, default=4)
     p.add_argument("--epochs", type=int, default=4)
-    p.add_argument("--steps", type=int, default=16384, help="env steps per measurement")
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--threads", type=int, default=1, help="torch threads (0: torch's default; 1 as train.py)")
+    p.add_argument("--steps", type=int, default=16384, help="timed env steps per side (all rounds)")
+    p.add_argument("--rounds", type=int, default=4, help="the sides take turns this many times")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--skip-sb3", action="store_true")
     args = p.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    rollout = args.num_steps * args.num_envs
+    chunk = args.steps // args.rounds
+    if chunk < rollout or chunk % rollout:
+        p.error(f"--steps / --rounds must be a multiple of one rollout ({rollout} env steps)")
+    args.warmup = rollout
+    torch.set_num_threads(1)
+    bf16 = use_bf16("auto", torch.device("cpu"))
     print(f"task {args.task}, {args.num_envs} envs x {args.num_steps} steps, {args.minibatches} minibatches x "
-          f"{args.epochs} epochs, {args.steps} env steps each, device {args.device}, "
-          f"{torch.get_num_threads()} torch threads")
-    sps_a, _ = bench_random(args)
-    print(f"(a) env, random actions : {sps_a:8.0f} SPS")
-    sps_b, over_b = bench_ours(args)
-    print(f"(b) ours (ppo.py)       : {sps_b:8.0f} SPS   learner overhead {over_b * 1e6:7.0f} us/env step")
-    print(f"    b/a = {sps_b / sps_a:.2f}  (target >= 0.8)")
-    if args.skip_sb3:
-        return
-    sps_c, over_c = bench_sb3(args)
-    print(f"(c) Stable-Baselines3   : {sps_c:8.0f} SPS   learner overhead {over_c * 1e6:7.0f} us/env step")
-    print(f"    b/c = {sps_b / sps_c:.2f}  (target >= 1.2)")
-    print(f"    overhead ours/SB3 = {over_b / over_c:.2f}  (target <= 0.5)")
+          f"{args.epochs} epochs, 1 torch thread, {args.steps} timed env steps per side in {args.rounds} rounds, "
+          f"precision auto -> {'bf16' if bf16 else 'fp32'}, load average {open('/proc/loadavg').read().split()[0]}")
+    a, b = RawEnv(args), Ours(args, "(b) original Crafter + fp32 learner", "original", "fp32")
+    c, d = Ours(args, "(c) fastcrafter + new defaults (auto)", "fast", "auto"), SB3(args)
+    sides = [a, b, c, d]
+    for side in sides:
+        side.setup(args.warmup)
+    for _ in range(args.rounds):
+        for side in sides:
+            side.timed(chunk)
+    for s in sides:
+        learner = "" if s is a else f"   learner {(s.wall - s.env_time) / s.steps * 1e6:6.0f} us/step"
+        print(f"{s.label:42s} {s.sps():7.0f} SPS wall {s.steps / s.cpu:7.0f} SPS cpu{learner}")
+    fp32, bf16 = update_ms(args, False), update_ms(args, True)
+    print(f"learner alone, one {rollout // args.minibatches}-sample minibatch update: fp32 {fp32:.1f} ms, "
+          f"bf16 {bf16:.1f} ms ({fp32 / bf16:.2f}x)")
+    print(f"peak RSS of the process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB; "
+          f"load average now {open('/proc/loadavg').read().split()[0]}; "
+          f"cpu-time ratios c/b {b.cpu / c.cpu:.2f}, c/d {d.cpu / c.cpu:.2f}")
+    print(f"training speedup {c.sps() / b.sps():.2f}x over original; vs SB3 {c.sps() / d.sps():.2f}x; "
+          f"training/raw env {c.sps() / a.sps():.2f}")
 
 
 if __name__ == "__main__":
