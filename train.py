@@ -34,32 +34,37 @@ the plan and code actions, gathers the statistics the critic reads, evaluates, l
 from __future__ import annotations
 
 import argparse
-import ast
-import dataclasses
-import hashlib
-import inspect
 import json
-import os
 import shutil
 import sys
 import time
-from collections import Counter
-from dataclasses import asdict, dataclass, field
-from datetime import timedelta
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 import torch.distributed as dist
 from tqdm import tqdm
 
+import cli
 import env as E
 import ppo as P
 import report
 import skill_library as SL
 import skills
+from code_actions import CodeStats, Library, evaluate, is_crafter, run_program, whole_task_subaction
 from fast_agent import FastAgent, save_attempts
-from llm import LLMClient, LLMError, ReplayClient, configured_endpoint, start_local_server, validate_url
+from llm import LLMError
+from run_dir import (
+    check_ranks_agree,
+    init_distributed,
+    llm_calls,
+    log_metrics,
+    make_llm,
+    rewind_logs,
+    running_episodes,
+    save,
+    write_rows,
+)
 from slow_agent import AgentError, Feedback, Plan, SlowAgent, SubAction
 
 
@@ -118,257 +123,11 @@ class Args:
     """fast: fastcrafter.Env, the same game bit for bit, several times faster | original: crafter.Env"""
 
 
-MODES, BACKENDS = ("rlgpt", "rl", "rl+config", "code"), ("auto", "http", "local", "library")
-APPEND_LOGS = ("metrics.jsonl", "stats.jsonl", "unfinished.jsonl", "eval.jsonl")  # rewound on --resume
-# What --resume may change: where the LLM is and the budget; everything else shapes the saved state.
-RESUMABLE = {"llm", "llm_url", "llm_model", "vision", "iterations", "total_steps", "device", "threads",
-             "eval_episodes", "checkpoint_every", "capture_video", "track", "resume"}
-
-
-# ----------------------------------------------------------------------------------------------
-# Command line: --help is generated from the two dataclasses' field docstrings.
-
-
-def _field_docs(cls: type) -> dict[str, str]:
-    """The string literal under each field, as CleanRL's tyro shows it: the source is the doc."""
-    body = ast.parse(inspect.getsource(cls)).body[0].body
-    return {a.target.id: " ".join(b.value.value.split()) for a, b in zip(body, body[1:], strict=False)
-            if isinstance(a, ast.AnnAssign) and isinstance(b, ast.Expr) and isinstance(b.value.value, str)}
-
-
-def _add_fields(parser: argparse.ArgumentParser, cls: type, skip: set[str] = frozenset()) -> None:
-    docs = _field_docs(cls)
-    group = parser.add_argument_group(cls.__name__)
-    for f in dataclasses.fields(cls):
-        if f.name in skip:
-            continue
-        flag, typ = "--" + f.name.replace("_", "-"), f.type.split(" |")[0]
-        if typ == "bool":
-            group.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default, help=docs.get(f.name))
-        else:
-            group.add_argument(flag, type={"int": int, "float": float}.get(typ, str), default=f.default,
-                               help=f"{docs.get(f.name, '')} (default: {f.default})", dest=f.name)
-
-
-def make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    _add_fields(parser, Args)
-    _add_fields(parser, P.PPOConfig)
-    return parser
-
-
 def parse_args(argv: list[str] | None = None) -> tuple[Args, P.PPOConfig, argparse.ArgumentParser]:
-    parser = make_parser()
-    ns = vars(parser.parse_args(argv))
-    args = Args(**{f.name: ns[f.name] for f in dataclasses.fields(Args)})
-    cfg = P.PPOConfig(**{f.name: ns[f.name] for f in dataclasses.fields(P.PPOConfig)})
+    """--help is generated from the two dataclasses' field docstrings (cli.py)."""
+    parser = cli.make_parser(__doc__, Args, P.PPOConfig)
+    args, cfg = cli.parse(parser, argv, Args, P.PPOConfig)
     return args, cfg, parser
-
-
-def given_flags(argv: list[str] | None) -> set[str]:
-    """The settings the user typed, told apart from argparse's defaults by parsing again with a
-    sentinel as every default."""
-    unset, parser = object(), make_parser()
-    parser.set_defaults(**{a.dest: unset for a in parser._actions if a.dest != "help"})
-    return {name for name, value in vars(parser.parse_args(argv)).items() if value is not unset}
-
-
-def resumed_args(args: Args, cfg: P.PPOConfig, argv: list[str] | None,
-                 parser: argparse.ArgumentParser) -> tuple[Args, P.PPOConfig]:
-    """The saved run's settings, updated by the flags given now: those in RESUMABLE (a new endpoint,
-    model or larger budget) replace the saved ones; any other flag must repeat its saved value."""
-    cfg_path = Path(args.resume) / "config.json"
-    if not cfg_path.is_file():
-        parser.error(f"--resume {args.resume}: no config.json there (not a run directory?)")
-    saved = json.loads(cfg_path.read_text())
-    unknown = sorted({*(set(saved["args"]) - {f.name for f in dataclasses.fields(Args)}),
-                      *(set(saved["ppo"]) - {f.name for f in dataclasses.fields(P.PPOConfig)})})
-    if unknown:
-        parser.error(f"--resume {args.resume}: its config.json has settings this version does not know "
-                     f"({', '.join(unknown)}): it was written by another version of train.py; start a new run")
-    old, now = {**saved["ppo"], **saved["args"]}, {**asdict(cfg), **asdict(args)}
-    flag = lambda name: "--" + name.replace("_", "-")
-    given = given_flags(argv) - {"list_tasks"}
-    fixed = [f"{flag(n)} (the run has {old[n]!r}, not {now[n]!r})" for n in sorted(given - RESUMABLE)
-             if n in old and old[n] != now[n]]
-    fixed += [f"{flag(n)} may only grow (the run has {old[n]})" for n in ("iterations", "total_steps")
-              if n in given and now[n] < old[n]]
-    if fixed:
-        parser.error(f"--resume {args.resume} cannot change {'; '.join(fixed)}: start a new run for that")
-    finished = (Path(args.resume) / "summary.md").is_file()  # written once the last iteration is done
-    iterations = now["iterations"] if "iterations" in given else old["iterations"]
-    if finished and "total_steps" in given and now["total_steps"] > old["total_steps"] \
-            and iterations <= old["iterations"]:
-        parser.error(f"--resume {args.resume}: the run finished its {old['iterations']} iterations; a larger "
-                     "--total-steps needs a larger --iterations too (the new steps go to the new iterations)")
-    changed = {n: now[n] for n in sorted(given & RESUMABLE - {"resume"}) if now[n] != old.get(n)}
-    if changed:
-        print("resuming with " + ", ".join(f"{flag(n)} {v} (was {old.get(n)})" for n, v in changed.items()))
-    return Args(**{**saved["args"], **changed, "resume": args.resume}), P.PPOConfig(**saved["ppo"])
-
-
-def validate(args: Args, cfg: P.PPOConfig, parser: argparse.ArgumentParser) -> None:
-    """Bad input ends here with exit code 2 and a sentence, never with a traceback later."""
-    if cfg.precision not in P.PRECISIONS:
-        parser.error(f"--precision must be one of {P.PRECISIONS}, not {cfg.precision!r}")
-    if args.mode not in MODES:
-        parser.error(f"--mode must be one of {MODES}, not {args.mode!r}")
-    if args.llm not in BACKENDS and not args.llm.startswith("replay:"):
-        parser.error(f"--llm must be one of {BACKENDS} or replay:<transcript.jsonl>, not {args.llm!r}")
-    if args.llm.startswith("replay:") and not Path(args.llm[7:]).is_file():
-        parser.error(f"--llm {args.llm}: no such transcript file")
-    url = args.llm_url or configured_endpoint()
-    if args.mode != "rl" and args.llm == "http" and not url:
-        parser.error("--llm http needs an endpoint: --llm-url or RLGPT_LLM_URL (e.g. http://127.0.0.1:8080/v1)")
-    if args.mode != "rl" and args.llm in ("http", "auto") and url:
-        try:
-            validate_url(url)
-        except LLMError as e:
-            parser.error(str(e))
-    for name in ("iterations", "total_steps", "num_envs", "max_macro_steps", "checkpoint_every", "threads"):
-        if getattr(args, name) <= 0:
-            parser.error(f"--{name.replace('_', '-')} must be positive, not {getattr(args, name)}")
-    if args.seed < 0:
-        parser.error(f"--seed must be 0 or more, not {args.seed}")
-    if args.num_envs % int(os.environ.get("WORLD_SIZE", 1)):
-        parser.error(f"--num-envs {args.num_envs} does not split evenly over {os.environ['WORLD_SIZE']} ranks")
-    skills_dir = SL.library_path(args.skills, args.runs_dir)
-    if skills_dir is not None and args.mode == "rlgpt":
-        if args.run_name and (Path(args.runs_dir) / args.run_name).resolve() == skills_dir.resolve():
-            parser.error(f"--run-name {args.run_name}: that is the skill library's directory; pick another")
-        # checked, not created: a run stopped by a later check leaves nothing behind
-        existing = next(p for p in (skills_dir, *skills_dir.parents) if p.exists())
-        if not (existing.is_dir() and os.access(existing, os.W_OK)):
-            parser.error(f"--skills {skills_dir}: cannot use it as the skill library directory "
-                         f"({existing} is not a writable directory)")
-    if args.crafter_impl not in E.CRAFTER_IMPLS:
-        parser.error(f"--crafter-impl must be one of {E.CRAFTER_IMPLS}, not {args.crafter_impl!r}")
-    if args.device not in ("auto", "cpu", "cuda"):
-        parser.error(f"--device must be auto, cpu or cuda, not {args.device!r}")
-    if args.device == "cuda" and not torch.cuda.is_available():
-        parser.error("--device cuda: no CUDA device is visible to torch")
-    if args.task.startswith("minedojo:"):
-        try:
-            E.make_env(args.task).close()
-        except ImportError as e:
-            parser.error(str(e))
-    else:
-        try:
-            E.get_task(args.task)
-        except ValueError as e:
-            parser.error(str(e))
-
-
-def init_distributed(device: str) -> tuple[int, int, str]:
-    """(rank, world size, device). torchrun sets RANK/WORLD_SIZE/LOCAL_RANK: join its group, gloo on
-    CPU, nccl on GPUs (one GPU per rank). A plain `python train.py` never touches torch.distributed."""
-    if "WORLD_SIZE" not in os.environ:
-        return 0, 1, device
-    if device == "cuda":
-        device = f"cuda:{os.environ['LOCAL_RANK']}"
-        torch.cuda.set_device(device)
-    # long timeout: the other ranks wait at a broadcast while rank 0 plans, codes and critiques
-    dist.init_process_group("nccl" if device.startswith("cuda") else "gloo", timeout=timedelta(hours=2))
-    return dist.get_rank(), dist.get_world_size(), device
-
-
-def make_llm(args: Args, run_dir: Path):
-    """The agents' backend (None = the hand-written library) and a sentence saying why it was chosen."""
-    kind = args.llm
-    if args.mode == "rl":
-        return None, None, "no LLM: --mode rl is plain PPO"
-    if kind == "auto":
-        url = args.llm_url or configured_endpoint()
-        kind = "http" if url else "library"
-        why = f"an endpoint is configured ({url})" if url else "no endpoint is configured (set RLGPT_LLM_URL)"
-        print(f"LLM backend: {kind} (auto: {why})")
-    transcript = run_dir / "llm_transcript.jsonl"
-    if kind == "library":
-        return None, None, "library: hand-written reference skills and plans (no LLM)"
-    if kind.startswith("replay:"):
-        return ReplayClient(kind[7:]), None, f"replay of {kind[7:]}"
-    server = None
-    if kind == "local":
-        server = start_local_server()
-        client = LLMClient(server.url, "local", transcript=transcript, vision=False, log=tqdm.write)
-    else:
-        client = LLMClient(args.llm_url, args.llm_model, transcript=transcript, vision=args.vision,
-                           log=tqdm.write)
-        client.check_reachable()
-    return client, server, f"{kind}: {client.url} model {client.model or '(server default)'}"
-
-
-# ----------------------------------------------------------------------------------------------
-# Code actions across iterations: append-only, so PPO's action indices never change meaning.
-
-
-@dataclass
-class Library:
-    actions: list[E.CodeAction] = field(default_factory=list)
-    active: dict[str, str] = field(default_factory=dict)  # sub-action name -> code action name in use
-
-    def add(self, sub: str, action: E.CodeAction) -> E.CodeAction:
-        """A rewritten sub-action gets a new versioned name; its old version stays, masked."""
-        current = next((a for a in self.actions if a.name == self.active.get(sub)), None)
-        if current is not None and current.source == action.source:
-            return current  # the "rewrite" changed nothing: keep the action the agent already knows
-        taken = {a.name for a in self.actions}
-        name, v = sub, 1
-        while name in taken:
-            v += 1
-            name = f"{sub}_v{v}"
-        action = dataclasses.replace(action, name=name, entry=action.function,
-                                     replaces=current.name if current is not None else "")
-        self.actions.append(action)
-        self.active[sub] = name
-        return action
-
-    def mask(self, n_base: int, masked_base: list[str]) -> np.ndarray:
-        """Allowed actions: the env's own ones (less those the plan masks by name) and the code actions in use."""
-        live = set(self.active.values())
-        base = [i >= len(E.ACTIONS) or E.ACTIONS[i] not in masked_base for i in range(n_base)]
-        return np.array(base + [a.name in live for a in self.actions], dtype=bool)
-
-
-class CodeStats:
-    """What the critic reads about each code action: how often chosen, how often it worked, its cost."""
-
-    def __init__(self, library: Library):
-        self.library, self.decisions = library, 0
-        self.rows: dict[str, dict] = {}
-
-    def _row(self, name: str) -> dict:
-        return self.rows.setdefault(name, {"chosen": 0, "ok": 0, "steps": 0, "errors": Counter()})
-
-    def __call__(self, actions: np.ndarray, infos: dict) -> None:
-        n = len(actions)
-        self.decisions += n
-        which, ok, steps, err = (P.step_info(infos, k, d, n) for k, d in (
-            ("code_action", -1), ("code_ok", False), ("prim_steps", 1), ("code_error", "")))
-        for i in np.flatnonzero(which >= 0):
-            row = self._row(self.library.actions[int(which[i])].name)
-            row["chosen"] += 1
-            row["ok"] += bool(ok[i])
-            row["steps"] += int(steps[i])
-            if err[i]:
-                row["errors"][str(err[i]).splitlines()[0][:160]] += 1
-
-    def gather(self) -> None:
-        """Sum every rank's counts so the critic reads the whole run (a no-op on one process)."""
-        parts, self.decisions, self.rows = P.all_gather([(self.decisions, self.rows)]), 0, {}
-        for decisions, rows in parts:
-            self.decisions += decisions
-            for name, r in rows.items():
-                row = self._row(name)
-                for key in row:
-                    row[key] += r[key]
-
-    def summary(self) -> dict:
-        return {name: {"chosen": r["chosen"], "share": round(r["chosen"] / max(1, self.decisions), 4),
-                       "success_rate": round(r["ok"] / r["chosen"], 3),
-                       "mean_steps": round(r["steps"] / r["chosen"], 2),
-                       "errors": [list(e) for e in r["errors"].most_common(3)]}
-                for name, r in self.rows.items()}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -383,152 +142,8 @@ def make_train_envs(args: Args, run: dict, cfg: P.PPOConfig, library: Library):
                           rank=run["rank"], max_macro_steps=args.max_macro_steps, gamma=cfg.gamma, **options)
 
 
-def is_crafter(args: Args) -> bool:
-    return not args.task.startswith("minedojo:")
-
-
-def running_episodes(args: Args, envs) -> tuple[list[dict], list[int]]:
-    """The episodes in progress as Crafter rows (steps taken so far) and each env's episode number,
-    gathered over the ranks (every rank must call this at the same point)."""
-    if not is_crafter(args):
-        return [], []
-    rows = [r for r in envs.call("stats_row") if r["length"] > 0]
-    return P.all_gather(rows), P.all_gather(list(envs.get_attr("episode_number")))
-
-
-def write_rows(path: Path, rows: list[dict]) -> None:
-    with open(path, "a") as f:
-        f.write("".join(json.dumps(r) + "\n" for r in rows))
-
-
-# ----------------------------------------------------------------------------------------------
-# Evaluation and the whole-task program of --mode code.
-
-
-def evaluate(agent: P.Agent, args: Args, library: Library, mask: np.ndarray, iteration: int, gamma: float,
-             fixed_action: int | None = None) -> dict:
-    """Fresh worlds from the evaluation seed stream (training never plays them), the sampled policy;
-    returns Crafter rows of the episodes, the frames of the first episode (for the GIF) and of the
-    first failed one (for a vision critic)."""
-    options = {"stream": E.EVAL, "index": iteration} if is_crafter(args) else {}
-    env = E.make_env(args.task, args.seed, code_actions=library.actions, max_macro_steps=args.max_macro_steps,
-                     gamma=gamma, crafter_impl=args.crafter_impl, **options)
-    env.unwrapped.frames = []
-    env.unwrapped.iteration = iteration + 1  # 1-based, as iter_1/ and the log
-    device = next(agent.parameters()).device
-    results, rows, first_frames, failed_frames = [], [], None, None
-    for ep in range(args.eval_episodes):
-        seed = None if is_crafter(args) else 10_000_000 + 1000 * args.seed + 100 * iteration + ep
-        obs, _ = env.reset(seed=seed)
-        done = False
-        while not done:
-            if fixed_action is not None:
-                action = fixed_action
-            else:
-                with torch.no_grad():
-                    t = {k: torch.as_tensor(v[None], device=device) for k, v in obs.items()}
-                    m = torch.as_tensor(mask[None], device=device)
-                    action = int(agent.get_action_and_value(t, mask=m)[0].item())
-            obs, _, terminated, truncated, info = env.step(action)
-            done = terminated or truncated
-        results.append(info["episode"])
-        if is_crafter(args):
-            rows.append(env.unwrapped.stats_row())
-        first_frames = first_frames or list(env.unwrapped.frames)
-        if not info["episode"]["success"] and failed_frames is None:
-            failed_frames = list(env.unwrapped.frames)
-    env.close()
-    return {"success_rate": float(np.mean([r["success"] for r in results])),
-            "mean_length": float(np.mean([r["l"] for r in results])),
-            "mean_return": float(np.mean([r["r"] for r in results])),
-            "env_steps": int(sum(r["l"] for r in results)), "rows": rows,
-            "frames": first_frames or [], "failed_frames": failed_frames or []}
-
-
-def run_program(run: dict, ppo: P.PPO, action: int, steps: int, on_step, progress, on_log, on_update) -> dict:
-    """--mode code: every decision calls the one program, on the run's envs (reset once, when first
-    used); the same budget, step count and statistics as PPO, logged every num_steps vector steps."""
-    envs, log_every = run["envs"], ppo.cfg.num_steps
-    if not run["envs_started"]:
-        envs.reset()
-        run["envs_started"] = True
-    start, episodes, logged, vector_steps = ppo.global_step, [], 0, 0
-    while ppo.global_step - start < steps:
-        actions = np.full(envs.num_envs, action)
-        _, _, _, _, infos = envs.step(actions)
-        n = P.sum_over_ranks(int(P.step_info(infos, "prim_steps", 1, len(actions)).sum()))
-        ppo.global_step += n
-        vector_steps += 1
-        on_step(actions, infos)
-        progress(n)
-        final = infos.get("final_info", {})
-        if "episode" in final:
-            episodes += [bool(final["episode"]["success"][i]) for i in np.flatnonzero(final["_episode"])]
-        if vector_steps % log_every == 0 or ppo.global_step - start >= steps:
-            episodes[logged:] = P.all_gather(episodes[logged:])
-            if len(episodes) > logged:
-                on_log({"charts/success_rate": float(np.mean(episodes[logged:])),
-                        "charts/success_episodes": len(episodes) - logged}, ppo.global_step)
-            logged = len(episodes)
-            on_update(ppo.global_step)
-    return {"env_steps": ppo.global_step - start, "episodes": len(episodes), "success_episodes": len(episodes),
-            "success_rate": float(np.mean(episodes)) if episodes else float("nan")}
-
-
-def whole_task_subaction(args: Args) -> SubAction:
-    task = E.get_task(args.task) if not args.task.startswith("minedojo:") else None
-    chain = ", ".join(task.prerequisites) if task else "(see the task)"
-    return SubAction(
-        name="solve_task", how="code", reason="--mode code: the pure code-as-policy baseline",
-        spec=f"Solve the whole task: {task.description if task else args.task} Achievements usually "
-             f"needed first, in order: {chain}. The function is called again and again until the episode "
-             f"ends; one call may take at most {args.max_macro_steps} env steps, so make one step of "
-             "progress (explore when nothing useful is visible) and return True when it made progress.")
-
-
 # ----------------------------------------------------------------------------------------------
 # The run.
-
-
-def log_metrics(run: dict, metrics: dict, step: int) -> None:
-    if run["rank"]:  # rank 0 alone logs
-        return
-    for k, v in metrics.items():
-        run["writer"].add_scalar(k, v, step)
-    if run["wandb"] is not None:
-        run["wandb"].log(dict(metrics, global_step=step))
-    with open(run["dir"] / "metrics.jsonl", "a") as f:
-        f.write(json.dumps({"global_step": step, "iteration": run["iteration"] + 1, **metrics}) + "\n")
-
-
-def llm_calls(run: dict) -> int:
-    """LLM calls of the whole run: those before the last resume (from the checkpoint) and this process's."""
-    return run["llm_calls_before"] + (run["llm"].calls if run["llm"] is not None else 0)
-
-
-def save(run: dict, ppo: P.PPO, library: Library, state: dict) -> None:
-    """Called by every rank at the same point (a rollout boundary): the episodes in progress are gathered,
-    so a resume can write them to unfinished.jsonl and go on with the next episode number of each env."""
-    running, episode_numbers = running_episodes(run["args"], run["envs"])
-    if run["rank"]:  # rank 0 alone checkpoints (all ranks hold the same weights)
-        return
-    logs = {name: (run["dir"] / name).stat().st_size for name in APPEND_LOGS if (run["dir"] / name).is_file()}
-    state = dict(state, library_active=library.active, log_sizes=logs, running=running,
-                 episode_numbers=episode_numbers, llm_calls=llm_calls(run))
-    P.save_checkpoint(str(run["dir"] / "checkpoint.pt"), ppo, [asdict(a) for a in library.actions], state)
-
-
-def rewind_logs(run_dir: Path, sizes: dict[str, int], running: list[dict]) -> None:
-    """On resume, cut the append-only logs back to the checkpoint, so the steps run again after it are
-    not counted twice in curves and in Crafter's score. The episodes that were going on at the
-    checkpoint cannot go on (a resumed run starts new worlds): they go to unfinished.jsonl with the
-    steps they had taken, so stats.jsonl + unfinished.jsonl still sum to global_step."""
-    for name in APPEND_LOGS:
-        path = run_dir / name
-        if path.is_file() and path.stat().st_size > sizes.get(name, 0):
-            with open(path, "r+b") as f:
-                f.truncate(sizes.get(name, 0))
-    write_rows(run_dir / "unfinished.jsonl", running)
 
 
 def log_rejections(k: int, what: str, slow: SlowAgent) -> None:
@@ -730,25 +345,13 @@ def grow_actions(args: Args, run: dict, ppo: P.PPO, library: Library, state: dic
     E.set_vec_code_actions(run["envs"], library.actions)
 
 
-def check_ranks_agree(run_dir: Path, ppo: P.PPO, library: Library, rank: int) -> None:
-    """ranks.json: each rank's step count, weight hash and code actions; they must all agree."""
-    weights = b"".join(t.cpu().numpy().tobytes() for t in ppo.agent.state_dict().values())
-    mine = {"rank": rank, "global_step": ppo.global_step, "weights_sha256": hashlib.sha256(weights).hexdigest(),
-            "code_actions": [[a.name, hashlib.sha256(a.source.encode()).hexdigest()[:16]] for a in library.actions]}
-    ranks = P.all_gather([mine])
-    if rank == 0:
-        (run_dir / "ranks.json").write_text(json.dumps(ranks, indent=2))
-        if any(dict(r, rank=0) != dict(mine, rank=0) for r in ranks):
-            print(f"warning: the ranks disagree (see {run_dir / 'ranks.json'})", file=sys.stderr)
-
-
 def main(argv: list[str] | None = None) -> int:
     args, cfg, parser = parse_args(argv)
     if args.list_tasks:
         return E.main(["--list"])
     if args.resume:
-        args, cfg = resumed_args(args, cfg, argv, parser)
-    validate(args, cfg, parser)
+        args, cfg = cli.resumed_args(args, cfg, argv, parser)
+    cli.validate(args, cfg, parser)
     device = "cuda" if args.device == "auto" and torch.cuda.is_available() else args.device.replace("auto", "cpu")
     rank, world, device = init_distributed(device)
     P.seed_everything(args.seed)  # every rank builds the same initial weights

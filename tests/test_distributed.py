@@ -13,6 +13,7 @@ import torch
 
 import ppo as P
 import train
+from run_dir import init_distributed
 from tests.test_train import TINY, history, run_dir
 
 ROOT = Path(train.__file__).parent
@@ -28,7 +29,7 @@ def torchrun(*argv: str) -> None:
 
 
 def weights_sha256(ckpt: dict) -> str:
-    """The same hash train.check_ranks_agree writes, here of the weights rank 0 checkpointed."""
+    """The same hash run_dir.check_ranks_agree writes, here of the weights rank 0 checkpointed."""
     return hashlib.sha256(b"".join(t.numpy().tobytes() for t in ckpt["ppo"]["agent"].values())).hexdigest()
 
 
@@ -76,7 +77,7 @@ def test_two_ranks_make_one_run_with_identical_weights(runs):
 def test_one_process_never_touches_torch_distributed(monkeypatch):
     for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
         monkeypatch.delenv(var, raising=False)
-    assert train.init_distributed("cpu") == (0, 1, "cpu")
+    assert init_distributed("cpu") == (0, 1, "cpu")
     assert not torch.distributed.is_initialized()
     obj = {"plan": [1, 2]}
     assert P.broadcast(obj) is obj and P.all_gather([3, 4]) == [3, 4]

@@ -31,7 +31,7 @@ def lib_at(path: Path) -> SL.SkillLibrary:
 
 
 def row(calls: int, ok: int, errors: int = 0) -> dict:
-    """One code action's counts as train.py's CodeStats.rows holds them."""
+    """One code action's counts as code_actions.CodeStats.rows holds them."""
     errs = Counter({"line 2: boom": errors} if errors else {})
     return {"chosen": calls, "ok": ok, "steps": 3 * calls, "errors": errs}
 

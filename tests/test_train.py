@@ -15,9 +15,11 @@ from pathlib import Path
 import pytest
 import torch
 
+import cli
 import env as E
 import ppo as P
 import train
+from code_actions import Library
 from tests.fake_llm import FakeLLMServer, Fault, server_error
 
 KEY = "sk-test-SECRET-never-written"
@@ -242,12 +244,12 @@ def test_runs_of_other_seeds_and_evaluation_play_other_worlds(seed_runs):
 
 
 def test_a_rewritten_code_action_starts_from_its_old_logit_row(tmp_path):
-    library = train.Library()
+    library = Library()
     v1 = library.add("chop_tree", E.CHOP_TREE)
     args = train.Args(task="collect_wood", num_envs=2)
     run = {"dir": tmp_path, "world": 1, "rank": 0}
     cfg = P.PPOConfig()
-    run["envs"] = train.make_train_envs(args, run, cfg, train.Library())
+    run["envs"] = train.make_train_envs(args, run, cfg, Library())
     agent = P.Agent(run["envs"].single_observation_space, 17)
     ppo = P.PPO(agent, cfg)
     state = {"plan": None}
@@ -303,7 +305,7 @@ def test_resume_takes_new_endpoint_and_budget_and_names_the_flags_it_cannot_chan
     argv = ["--resume", str(d), "--llm-url", "http://new:2/v1", "--llm-model", "m2", "--total-steps", "900",
             "--iterations", "3", "--num-envs", "2"]  # --num-envs repeats the saved value: allowed
     args, _, parser = train.parse_args(argv)
-    args, cfg = train.resumed_args(args, train.P.PPOConfig(), argv, parser)
+    args, cfg = cli.resumed_args(args, train.P.PPOConfig(), argv, parser)
     assert (args.llm_url, args.llm_model, args.total_steps, args.iterations) == ("http://new:2/v1", "m2", 900, 3)
     assert (args.llm, args.num_envs, args.resume, args.run_name) == ("http", 2, str(d), "r")  # the rest: saved
     assert "--llm-url http://new:2/v1 (was http://old:1/v1)" in capsys.readouterr().out
@@ -313,7 +315,7 @@ def test_resume_takes_new_endpoint_and_budget_and_names_the_flags_it_cannot_chan
         argv = ["--resume", str(d), *bad]
         args, cfg, parser = train.parse_args(argv)
         with pytest.raises(SystemExit) as e:
-            train.resumed_args(args, cfg, argv, parser)
+            cli.resumed_args(args, cfg, argv, parser)
         assert e.value.code == 2 and words in capsys.readouterr().err, bad
 
 
@@ -325,17 +327,17 @@ def test_resume_refuses_an_old_config_and_a_bigger_budget_for_a_finished_run(tmp
         argv = ["--resume", str(d), *bad]
         args, cfg, parser = train.parse_args(argv)
         with pytest.raises(SystemExit) as e:
-            train.resumed_args(args, cfg, argv, parser)
+            cli.resumed_args(args, cfg, argv, parser)
         assert e.value.code == 2 and words in capsys.readouterr().err, bad
     argv = ["--resume", str(d), "--total-steps", "900", "--iterations", "3"]  # new steps, new iteration: fine
     args, cfg, parser = train.parse_args(argv)
-    assert train.resumed_args(args, cfg, argv, parser)[0].total_steps == 900
+    assert cli.resumed_args(args, cfg, argv, parser)[0].total_steps == 900
     saved = json.loads((d / "config.json").read_text())
     saved["ppo"]["seed"] = 1  # a config.json of an older train.py (PPOConfig had a seed then)
     (d / "config.json").write_text(json.dumps(saved))
     args, cfg, parser = train.parse_args(["--resume", str(d)])
     with pytest.raises(SystemExit) as e:
-        train.resumed_args(args, cfg, ["--resume", str(d)], parser)
+        cli.resumed_args(args, cfg, ["--resume", str(d)], parser)
     assert e.value.code == 2 and "does not know (seed)" in capsys.readouterr().err
 
 

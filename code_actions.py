@@ -1,0 +1,183 @@
+"""The run's code actions outside PPO: the append-only list of them (Library), what the critic reads about
+each (CodeStats), evaluation episodes with them, and --mode code's one whole-task program.
+
+Library and CodeStats go together (the statistics are keyed by the library's action names); evaluate and
+run_program are the two places that play the policy (or the one program) over these actions without PPO
+training, so they sit next to them and train.py keeps only the loop that calls them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+import env as E
+import ppo as P
+from slow_agent import SubAction
+
+
+def is_crafter(args) -> bool:
+    return not args.task.startswith("minedojo:")
+
+
+# ----------------------------------------------------------------------------------------------
+# Code actions across iterations: append-only, so PPO's action indices never change meaning.
+
+
+@dataclass
+class Library:
+    actions: list[E.CodeAction] = field(default_factory=list)
+    active: dict[str, str] = field(default_factory=dict)  # sub-action name -> code action name in use
+
+    def add(self, sub: str, action: E.CodeAction) -> E.CodeAction:
+        """A rewritten sub-action gets a new versioned name; its old version stays, masked."""
+        current = next((a for a in self.actions if a.name == self.active.get(sub)), None)
+        if current is not None and current.source == action.source:
+            return current  # the "rewrite" changed nothing: keep the action the agent already knows
+        taken = {a.name for a in self.actions}
+        name, v = sub, 1
+        while name in taken:
+            v += 1
+            name = f"{sub}_v{v}"
+        action = dataclasses.replace(action, name=name, entry=action.function,
+                                     replaces=current.name if current is not None else "")
+        self.actions.append(action)
+        self.active[sub] = name
+        return action
+
+    def mask(self, n_base: int, masked_base: list[str]) -> np.ndarray:
+        """Allowed actions: the env's own ones (less those the plan masks by name) and the code actions in use."""
+        live = set(self.active.values())
+        base = [i >= len(E.ACTIONS) or E.ACTIONS[i] not in masked_base for i in range(n_base)]
+        return np.array(base + [a.name in live for a in self.actions], dtype=bool)
+
+
+class CodeStats:
+    """What the critic reads about each code action: how often chosen, how often it worked, its cost."""
+
+    def __init__(self, library: Library):
+        self.library, self.decisions = library, 0
+        self.rows: dict[str, dict] = {}
+
+    def _row(self, name: str) -> dict:
+        return self.rows.setdefault(name, {"chosen": 0, "ok": 0, "steps": 0, "errors": Counter()})
+
+    def __call__(self, actions: np.ndarray, infos: dict) -> None:
+        n = len(actions)
+        self.decisions += n
+        which, ok, steps, err = (P.step_info(infos, k, d, n) for k, d in (
+            ("code_action", -1), ("code_ok", False), ("prim_steps", 1), ("code_error", "")))
+        for i in np.flatnonzero(which >= 0):
+            row = self._row(self.library.actions[int(which[i])].name)
+            row["chosen"] += 1
+            row["ok"] += bool(ok[i])
+            row["steps"] += int(steps[i])
+            if err[i]:
+                row["errors"][str(err[i]).splitlines()[0][:160]] += 1
+
+    def gather(self) -> None:
+        """Sum every rank's counts so the critic reads the whole run (a no-op on one process)."""
+        parts, self.decisions, self.rows = P.all_gather([(self.decisions, self.rows)]), 0, {}
+        for decisions, rows in parts:
+            self.decisions += decisions
+            for name, r in rows.items():
+                row = self._row(name)
+                for key in row:
+                    row[key] += r[key]
+
+    def summary(self) -> dict:
+        return {name: {"chosen": r["chosen"], "share": round(r["chosen"] / max(1, self.decisions), 4),
+                       "success_rate": round(r["ok"] / r["chosen"], 3),
+                       "mean_steps": round(r["steps"] / r["chosen"], 2),
+                       "errors": [list(e) for e in r["errors"].most_common(3)]}
+                for name, r in self.rows.items()}
+
+
+# ----------------------------------------------------------------------------------------------
+# Evaluation and the whole-task program of --mode code.
+
+
+def evaluate(agent: P.Agent, args, library: Library, mask: np.ndarray, iteration: int, gamma: float,
+             fixed_action: int | None = None) -> dict:
+    """Fresh worlds from the evaluation seed stream (training never plays them), the sampled policy;
+    returns Crafter rows of the episodes, the frames of the first episode (for the GIF) and of the
+    first failed one (for a vision critic)."""
+    options = {"stream": E.EVAL, "index": iteration} if is_crafter(args) else {}
+    env = E.make_env(args.task, args.seed, code_actions=library.actions, max_macro_steps=args.max_macro_steps,
+                     gamma=gamma, crafter_impl=args.crafter_impl, **options)
+    env.unwrapped.frames = []
+    env.unwrapped.iteration = iteration + 1  # 1-based, as iter_1/ and the log
+    device = next(agent.parameters()).device
+    results, rows, first_frames, failed_frames = [], [], None, None
+    for ep in range(args.eval_episodes):
+        seed = None if is_crafter(args) else 10_000_000 + 1000 * args.seed + 100 * iteration + ep
+        obs, _ = env.reset(seed=seed)
+        done = False
+        while not done:
+            if fixed_action is not None:
+                action = fixed_action
+            else:
+                with torch.no_grad():
+                    t = {k: torch.as_tensor(v[None], device=device) for k, v in obs.items()}
+                    m = torch.as_tensor(mask[None], device=device)
+                    action = int(agent.get_action_and_value(t, mask=m)[0].item())
+            obs, _, terminated, truncated, info = env.step(action)
+            done = terminated or truncated
+        results.append(info["episode"])
+        if is_crafter(args):
+            rows.append(env.unwrapped.stats_row())
+        first_frames = first_frames or list(env.unwrapped.frames)
+        if not info["episode"]["success"] and failed_frames is None:
+            failed_frames = list(env.unwrapped.frames)
+    env.close()
+    return {"success_rate": float(np.mean([r["success"] for r in results])),
+            "mean_length": float(np.mean([r["l"] for r in results])),
+            "mean_return": float(np.mean([r["r"] for r in results])),
+            "env_steps": int(sum(r["l"] for r in results)), "rows": rows,
+            "frames": first_frames or [], "failed_frames": failed_frames or []}
+
+
+def run_program(run: dict, ppo: P.PPO, action: int, steps: int, on_step, progress, on_log, on_update) -> dict:
+    """--mode code: every decision calls the one program, on the run's envs (reset once, when first
+    used); the same budget, step count and statistics as PPO, logged every num_steps vector steps."""
+    envs, log_every = run["envs"], ppo.cfg.num_steps
+    if not run["envs_started"]:
+        envs.reset()
+        run["envs_started"] = True
+    start, episodes, logged, vector_steps = ppo.global_step, [], 0, 0
+    while ppo.global_step - start < steps:
+        actions = np.full(envs.num_envs, action)
+        _, _, _, _, infos = envs.step(actions)
+        n = P.sum_over_ranks(int(P.step_info(infos, "prim_steps", 1, len(actions)).sum()))
+        ppo.global_step += n
+        vector_steps += 1
+        on_step(actions, infos)
+        progress(n)
+        final = infos.get("final_info", {})
+        if "episode" in final:
+            episodes += [bool(final["episode"]["success"][i]) for i in np.flatnonzero(final["_episode"])]
+        if vector_steps % log_every == 0 or ppo.global_step - start >= steps:
+            episodes[logged:] = P.all_gather(episodes[logged:])
+            if len(episodes) > logged:
+                on_log({"charts/success_rate": float(np.mean(episodes[logged:])),
+                        "charts/success_episodes": len(episodes) - logged}, ppo.global_step)
+            logged = len(episodes)
+            on_update(ppo.global_step)
+    return {"env_steps": ppo.global_step - start, "episodes": len(episodes), "success_episodes": len(episodes),
+            "success_rate": float(np.mean(episodes)) if episodes else float("nan")}
+
+
+def whole_task_subaction(args) -> SubAction:
+    task = E.get_task(args.task) if not args.task.startswith("minedojo:") else None
+    chain = ", ".join(task.prerequisites) if task else "(see the task)"
+    return SubAction(
+        name="solve_task", how="code", reason="--mode code: the pure code-as-policy baseline",
+        spec=f"Solve the whole task: {task.description if task else args.task} Achievements usually "
+             f"needed first, in order: {chain}. The function is called again and again until the episode "
+             f"ends; one call may take at most {args.max_macro_steps} env steps, so make one step of "
+             "progress (explore when nothing useful is visible) and return True when it made progress.")
+
