@@ -79,15 +79,20 @@ class CodeStats:
             if err[i]:
                 row["errors"][str(err[i]).splitlines()[0][:160]] += 1
 
-    def gather(self) -> None:
-        """Sum every rank's counts so the critic reads the whole run (a no-op on one process)."""
-        parts, self.decisions, self.rows = P.all_gather([(self.decisions, self.rows)]), 0, {}
-        for decisions, rows in parts:
-            self.decisions += decisions
-            for name, r in rows.items():
-                row = self._row(name)
+    def totals(self) -> tuple[int, dict]:
+        """Every rank's counts summed, as a copy (this rank's own stay as they are): what a checkpoint keeps."""
+        decisions, rows = 0, {}
+        for d, rs in P.all_gather([(self.decisions, self.rows)]):
+            decisions += d
+            for name, r in rs.items():
+                row = rows.setdefault(name, {"chosen": 0, "ok": 0, "steps": 0, "errors": Counter()})
                 for key in row:
                     row[key] += r[key]
+        return decisions, rows
+
+    def gather(self) -> None:
+        """Sum every rank's counts so the critic reads the whole run (a no-op on one process)."""
+        self.decisions, self.rows = self.totals()
 
     def summary(self) -> dict:
         return {name: {"chosen": r["chosen"], "share": round(r["chosen"] / max(1, self.decisions), 4),

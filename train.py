@@ -246,31 +246,40 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
                desc=f"iter {k + 1}/{args.iterations}", dynamic_ncols=True,
                mininterval=0.5 if sys.stderr.isatty() else 30,  # a log file gets a line every 30 s
                disable=run["rank"] > 0)
-    stats, trend, last = CodeStats(library), [], [None]
+    # what this iteration has counted: training episodes (finished, succeeded), the success trend, the code
+    # actions' statistics; a checkpoint inside the iteration keeps it, so a resume goes on counting from there
+    stats, trend, last, counted = CodeStats(library), [], [None], {"episodes": 0, "successes": 0}
+    progress = state.pop("progress", None)
+    if progress is not None and run["rank"] == 0:  # rank 0 holds every rank's counts up to the checkpoint
+        stats.decisions, stats.rows = progress["decisions"], progress["rows"]
+        trend[:], counted = progress["trend"], progress["counted"]
 
     def on_log(metrics: dict, step: int) -> None:
         log_metrics(run, metrics, step)
         if "charts/success_rate" in metrics:  # the episodes that finished in this update, and how many
+            n = metrics["charts/success_episodes"]
+            counted["episodes"] += n
+            counted["successes"] += round(metrics["charts/success_rate"] * n)
             trend.append(round(metrics["charts/success_rate"], 3))
-            last[0] = f"{trend[-1]:.2f} (n={metrics['charts/success_episodes']})"
+            last[0] = f"{trend[-1]:.2f} (n={n})"
         bar.set_postfix(SPS=metrics.get("charts/SPS"), success=last[0], llm=llm_calls(run))
 
     def on_update(step: int) -> None:  # at a rollout boundary: checkpoint once past each multiple
-        # not at the iteration's last update: main() saves after evaluation and the critic, so a resume never
-        # starts an iteration whose training is done but whose statistics (not in the checkpoint) are lost
+        # not at the iteration's last update: main() saves after evaluation and the critic
         if step < target and step // args.checkpoint_every > run["checkpoint_mark"]:
             run["checkpoint_mark"] = step // args.checkpoint_every
+            decisions, rows = stats.totals()  # every rank calls this (a collective), rank 0 saves it
+            state["progress"] = {"decisions": decisions, "rows": rows, "trend": list(trend), "counted": dict(counted)}
             save(run, ppo, library, state)
+            del state["progress"]
 
-    if ppo.global_step >= target:
-        result = {"episodes": 0, "success_episodes": 0, "success_rate": float("nan")}
-    elif args.mode == "code" and program is None:  # no program was accepted: nothing runs, no step counts
-        result = {"episodes": 0, "success_episodes": 0, "success_rate": float("nan")}
+    if ppo.global_step >= target or (args.mode == "code" and program is None):
+        pass  # done already, or no program was accepted: nothing runs, no step counts
     elif args.mode == "code":
-        result = run_program(run, ppo, program, target - ppo.global_step, stats, bar.update, on_log, on_update)
+        run_program(run, ppo, program, target - ppo.global_step, stats, bar.update, on_log, on_update)
     else:
-        result = ppo.train(envs, target - ppo.global_step, action_mask=mask, on_log=on_log, on_step=stats,
-                           progress=bar.update, on_update=on_update)
+        ppo.train(envs, target - ppo.global_step, action_mask=mask, on_log=on_log, on_step=stats,
+                  progress=bar.update, on_update=on_update)
     bar.close()
     stats.gather()
     if run["rank"]:  # evaluation, the critic and the run directory are rank 0's
@@ -293,8 +302,8 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
     it_dir.mkdir(exist_ok=True)
     if args.capture_video and ev["frames"]:
         report.write_gif(it_dir / "eval.gif", ev["frames"])
-    n_train = result["success_episodes"]  # training success: the episodes that finished in this iteration
-    train_success = round(result["success_rate"], 3) if n_train else None
+    n_train = counted["episodes"]  # training success: the episodes that finished in this iteration
+    train_success = round(counted["successes"] / n_train, 3) if n_train else None
     critic_stats = {"task": args.task, "mode": args.mode, "iteration": k + 1, "env_steps": ppo.global_step,
                     "success_rate": train_success, "success_episodes": n_train, "success_trend": trend[-10:],
                     "eval_success_rate": ev["success_rate"], "eval_episodes": args.eval_episodes,

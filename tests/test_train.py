@@ -388,3 +388,24 @@ def test_a_noisy_endpoint_leaves_a_line_for_each_thing_that_went_wrong(tmp_path,
     assert log.count("chop_tree attempt") == 4 and "no working code for 'chop_tree': it is left to RL" in log
     rows = (run_dir(tmp_path) / "iter_1/attempts/attempts.jsonl").read_text().splitlines()
     assert len(rows) == 4 and all(json.loads(r)["error"] for r in rows)
+
+
+def test_a_resume_inside_an_iteration_keeps_what_the_iteration_had_counted(tmp_path, monkeypatch):
+    """Stopped right after a checkpoint in the middle of an iteration and resumed: the iteration's train
+    success still counts every training episode that finished in it, before the stop and after."""
+    real_save, stops = train.save, []
+
+    def save_then_stop(run, ppo, library, state):
+        real_save(run, ppo, library, state)
+        if "progress" in state and not stops:  # the first checkpoint inside the iteration
+            stops.append(ppo.global_step)
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(train, "save", save_then_stop)
+    assert train.main(RL_RUN + ["--runs-dir", str(tmp_path)]) == 130 and stops
+    d = run_dir(tmp_path)
+    assert train.main(["--resume", str(d)]) == 0
+    finished = [json.loads(line) for line in (d / "stats.jsonl").read_text().splitlines()]
+    (row,) = history(d)
+    assert row["train_episodes"] == len(finished) > 0
+    assert row["train_success"] == round(sum(r["achievement_collect_wood"] > 0 for r in finished) / len(finished), 3)
