@@ -23,7 +23,7 @@ from pathlib import Path
 
 import sandbox
 import skills
-from env import CHOP_TREE, CodeAction, make_env
+from env import CodeAction, make_env
 from llm import LLMError, LLMReplyError
 from replies import fenced_blocks
 from slow_agent import SubAction
@@ -50,6 +50,15 @@ Write `{name}`: {spec}{feedback}
 Reply with only the code in one ```python block."""
 
 EXAMPLE = "Example{what}:\n```python\n{source}\n```"
+# The example shown when the skill library offers none: deliberately a skill of another task than the
+# default one (collect_wood), so the prompt never hands the model the answer it is asked for.
+DRINK_WATER = CodeAction("drink_water", '''
+def drink_water(api):
+    """Walk to the nearest visible water and drink from it once."""
+    if not api.go_to("water", 30):
+        return False
+    return api.do()
+''', "Walk to the nearest visible water and drink from it once.")
 
 FEEDBACK_NOTE = "\nThe critic's note on the previous version: {feedback}"
 
@@ -109,7 +118,7 @@ class FastAgent:
     def write(self, subaction: SubAction, env_doc: str, feedback: str | None = None,
               examples: list[CodeAction] | None = None) -> CodeAction | None:
         """A checked, dry-run code action for `subaction`, or None: leave it to RL. `examples` are the
-        skill library's most related skills (skill_library.py); without any, env.py's chop_tree."""
+        skill library's most related skills (skill_library.py); without any, DRINK_WATER."""
         self.last_attempts = []
         if self.llm is None:
             return self._library(subaction)
@@ -176,9 +185,9 @@ class FastAgent:
 
 
 def _examples_text(examples: list[CodeAction] | None) -> str:
-    """The prompt's examples: the library's related skills with their one-line doc, else chop_tree."""
+    """The prompt's examples: the library's related skills with their one-line doc, else drink_water."""
     if not examples:
-        return EXAMPLE.format(what="", source=CHOP_TREE.source.strip("\n"))
+        return EXAMPLE.format(what="", source=DRINK_WATER.source.strip("\n"))
     return "\n\n".join(EXAMPLE.format(what=f" from the skill library, {a.function}: {(a.doc or '-').splitlines()[0]}",
                                       source=a.source.strip("\n")) for a in examples)
 

@@ -9,9 +9,10 @@ import json
 
 import pytest
 
+import sandbox
 import skills
-from env import TASKS, CodeAction, api_doc, get_task
-from fast_agent import Attempt, FastAgent, extract_code, save_attempts
+from env import CHOP_TREE, TASKS, CodeAction, api_doc, get_task
+from fast_agent import DRINK_WATER, Attempt, FastAgent, extract_code, save_attempts
 from llm import LLMClient
 from slow_agent import (
     LONG_CHAIN,
@@ -275,7 +276,9 @@ def test_first_prompt_shows_api_doc_example_rules_and_the_critics_note():
     with FakeLLMServer([FIXED]) as srv:
         FastAgent(client(srv)).write(SUB, DOC, feedback="face the tree before `do`")
     text = text_of(srv.requests[0])
-    assert DOC in text and "def chop_tree(api):" in text and "No imports" in text
+    assert DOC in text and "def drink_water(api):" in text and "No imports" in text
+    assert CHOP_TREE.source.strip() not in text  # the example is never the answer to the default task (collect_wood)
+    sandbox.check(DRINK_WATER.source, "drink_water")  # and it is code the sandbox accepts
     assert SUB.spec in text and "face the tree before `do`" in text
 
 
