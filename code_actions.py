@@ -56,6 +56,11 @@ class Library:
         return np.array(base + [a.name in live for a in self.actions], dtype=bool)
 
 
+def _empty_row() -> dict:
+    """One code action's counts in CodeStats: calls, calls that returned True, env steps, error texts."""
+    return {"chosen": 0, "ok": 0, "steps": 0, "errors": Counter()}
+
+
 class CodeStats:
     """What the critic reads about each code action: how often chosen, how often it worked, its cost."""
 
@@ -64,7 +69,7 @@ class CodeStats:
         self.rows: dict[str, dict] = {}
 
     def _row(self, name: str) -> dict:
-        return self.rows.setdefault(name, {"chosen": 0, "ok": 0, "steps": 0, "errors": Counter()})
+        return self.rows.setdefault(name, _empty_row())
 
     def __call__(self, actions: np.ndarray, infos: dict) -> None:
         n = len(actions)
@@ -85,7 +90,7 @@ class CodeStats:
         for d, rs in P.all_gather([(self.decisions, self.rows)]):
             decisions += d
             for name, r in rs.items():
-                row = rows.setdefault(name, {"chosen": 0, "ok": 0, "steps": 0, "errors": Counter()})
+                row = rows.setdefault(name, _empty_row())
                 for key in row:
                     row[key] += r[key]
         return decisions, rows
@@ -177,7 +182,7 @@ def run_program(run: dict, ppo: P.PPO, action: int, steps: int, on_step, progres
 
 
 def whole_task_subaction(args) -> SubAction:
-    task = E.get_task(args.task) if not args.task.startswith("minedojo:") else None
+    task = E.get_task(args.task) if is_crafter(args) else None
     chain = ", ".join(task.prerequisites) if task else "(see the task)"
     return SubAction(
         name="solve_task", how="code", reason="--mode code: the pure code-as-policy baseline",

@@ -136,7 +136,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[Args, P.PPOConfig, argpar
 
 def make_train_envs(args: Args, run: dict, cfg: P.PPOConfig, library: Library):
     """This rank's share of --num-envs. Crafter tasks append every finished episode to stats.jsonl."""
-    options = {} if args.task.startswith("minedojo:") else {"stats_path": run["dir"] / "stats.jsonl",
+    options = {} if not is_crafter(args) else {"stats_path": run["dir"] / "stats.jsonl",
                                                              "crafter_impl": args.crafter_impl}
     return E.make_vec_env(args.task, args.num_envs // run["world"], code_actions=library.actions, seed=args.seed,
                           rank=run["rank"], max_macro_steps=args.max_macro_steps, gamma=cfg.gamma, **options)
