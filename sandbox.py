@@ -45,7 +45,8 @@ MEMORY_LIMIT_MB = 128  # resident memory the model's code may add during one run
 STACK_MB = 256
 MAX_LOG_CHARS = 10_000  # print() output kept per run
 MAX_PLAIN_ITEMS = 100_000  # items in one value crossing the api boundary
-MAX_API_CALLS = 10_000  # api calls per run: they are off the clock, so `while api.view(): pass` needs a cap
+MAX_API_CALLS = 2_000  # api calls per run: they are off the clock, so `while api.view(): pass` needs a cap
+# (a 64-step skill makes a few hundred at most; at ~0.2 ms a round trip under load 2000 stay well inside the kill)
 MAX_CALL_CHARS = 2_000  # an api call's arguments (names, counts, directions): never bulk data
 FILENAME_PREFIX = "<llm:"  # code objects compiled from model source; only these are traced
 
