@@ -17,7 +17,7 @@ import torch
 
 import env as E
 import ppo as P
-from slow_agent import SubAction
+from core import SubAction
 
 
 def is_crafter(args) -> bool:

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import sandbox
 import skills
-from env import CodeAction, make_env
+from core import CodeAction, SubAction
+from env import make_env
 from llm import LLMError, LLMReplyError
 from replies import fenced_blocks
-from slow_agent import SubAction
 
 # ----------------------------------------------------------------------------------------------
 # Prompt templates: exactly what the model sees.

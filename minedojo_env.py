@@ -2,7 +2,8 @@
 
     env = env.make_env("minedojo:harvest_milk_with_empty_bucket_and_cow", seed=0)
 
-It is only imported for tasks named `minedojo:<task_id>`. MineDojo itself (`pip install minedojo`)
+Tasks are named `minedojo:<task_id>`; the `minedojo` package itself is imported only when such an
+env is built, so this file imports anywhere. MineDojo itself (`pip install minedojo`)
 pins gym 0.21 and needs JDK 8 and a Minecraft build; see
 https://docs.minedojo.org/sections/getting_started/install.html. Crafter tasks need none of it.
 
@@ -22,7 +23,9 @@ import importlib
 import gymnasium as gym
 import numpy as np
 
-import env as rlgpt_env
+from core import PrimitiveAPI, Task
+
+PREFIX = "minedojo:"  # task names `minedojo:<task_id>` are MineDojo's; every other name is Crafter's
 
 INSTALL_HELP = (
     "The MineDojo backend needs the `minedojo` package, which could not be imported. MineDojo pins "
@@ -104,6 +107,16 @@ def inventory_counts(raw_inventory: dict) -> dict[str, int]:
     return counts
 
 
+def get_task(name: str) -> Task:
+    """The task record of `minedojo:<task_id>`. Any id is accepted here: only MineDojo knows its own
+    ids, and MineDojoEnv turns its ValueError for an unknown one into a message naming the id."""
+    task_id = name.removeprefix(PREFIX)
+    if not task_id:
+        raise ValueError(f"{name!r} names no MineDojo task: write minedojo:<task_id>, e.g. "
+                         "minedojo:harvest_milk_with_empty_bucket_and_cow")
+    return Task(PREFIX + task_id, None, 500, (), f"The MineDojo task {task_id}.", tuple(ACTIONS), tuple(TRACKED))
+
+
 # ----------------------------------------------------------------------------------------------
 # The Gymnasium env over MineDojo's old gym API.
 
@@ -146,7 +159,7 @@ class MineDojoEnv(gym.Env):
         self.task_id, self.max_steps, self.minedojo_reward = task_id, max_steps, minedojo_reward
         # the same record Crafter tasks carry, so prompts are built the same way; MineDojo has no chain
         prompt = str(getattr(self._env, "task_prompt", "") or task_id)
-        self.task = rlgpt_env.Task(f"minedojo:{task_id}", None, max_steps, (), prompt)
+        self.task = Task(PREFIX + task_id, None, max_steps, (), prompt, tuple(ACTIONS), tuple(TRACKED))
         self.render_mode = render_mode
         self.observation_space = gym.spaces.Dict({
             "image": gym.spaces.Box(0, 255, (*image_size, 3), np.uint8),
@@ -205,7 +218,7 @@ class MineDojoEnv(gym.Env):
 # The primitive API that code actions are written against.
 
 
-class MineDojoAPI(rlgpt_env.PrimitiveAPI):
+class MineDojoAPI(PrimitiveAPI):
     """Minecraft for code actions. Items use technical names with underscores: log, planks, stick,
     crafting_table, wooden_pickaxe, cobblestone, stone_pickaxe, coal, furnace, iron_ore, iron_ingot,
     iron_pickaxe, diamond, bucket, milk_bucket, ... Each acting call takes real environment steps

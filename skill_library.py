@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import skills
-from env import CodeAction
+from core import CodeAction
 
 DEFAULT_DIR = "skills"  # under --runs-dir: the library lives next to the runs whose skills it holds
 FAILED_SHARE = 0.1  # errors in this share of a version's calls mark it failed in training: kept, ranked last

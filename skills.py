@@ -26,7 +26,8 @@ import json
 
 import crafter.constants as C
 
-from env import TASKS, CodeAction, get_task
+from core import CodeAction
+from env import TASKS, get_task
 
 LABEL = "[hand-written reference skill, not LLM output] "
 

@@ -18,10 +18,11 @@ from __future__ import annotations
 import argparse
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 import skills
-from env import ACTIONS, ITEMS, CodeAction, Task, api_doc, get_task
+from core import MAX_SUBACTIONS, SHAPING_RANGE, CodeAction, Plan, Task, api_doc
+from env import api_for, get_task
 from llm import LLMReplyError
 
 # ----------------------------------------------------------------------------------------------
@@ -97,9 +98,6 @@ REPAIR_PROMPT = "Your reply was rejected: {error}\nReply again with only the who
 # The safe menu and the reply schemas.
 
 LONG_CHAIN = skills.LONG_CHAIN  # tasks with this many prerequisites get the planner's sub-task chain
-MAX_SUBACTIONS = 16  # each code sub-action widens the RL action space (the whole tech tree needs 15)
-SHAPING_RANGE = (0.0, 1.0)  # never worth more than the task's own success reward of 1
-NAME_RE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 
 _STR, _STRS = {"type": "string"}, {"type": "array", "items": {"type": "string"}}
 PLAN_SCHEMA = {"type": "object", "required": ["subtasks", "subactions", "rl_config"], "properties": {
@@ -118,78 +116,6 @@ FEEDBACK_SCHEMA = {"type": "object", "required": ["summary", "to_code", "to_rl",
 class AgentError(Exception):
     """The model kept replying with something unusable after every repair (or a hand-written reference
     plan is invalid); the message says what."""
-
-
-@dataclass
-class SubAction:
-    name: str  # snake_case; a code sub-action's code action (and function) gets this name
-    how: str  # "code" (the fast agent writes it) or "rl" (left to PPO)
-    spec: str  # what it must do, for the code writer
-    reason: str = ""  # why code or RL
-    reuse: bool = False  # a code sub-action taken as it is from the skill library (skill_library.py)
-
-
-@dataclass
-class Plan:
-    """What the slow agent decided for one iteration; train.py saves it with the run."""
-
-    task: str
-    subtasks: list[str]  # the task planner's chain for long tasks, else empty
-    subactions: list[SubAction]
-    rl_config: dict = field(default_factory=lambda: {"shaping": {}, "mask_actions": []})
-
-    @property
-    def code_subactions(self) -> list[SubAction]:
-        return [s for s in self.subactions if s.how == "code"]
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> Plan:
-        """Build and validate a plan; ValueError lists every problem, worded for the model to fix."""
-        rl = d.get("rl_config") or {}
-        plan = cls(task=str(d.get("task", "")), subtasks=[str(s) for s in d.get("subtasks", [])],
-                   subactions=[SubAction(**{k: s.get(k, "") for k in ("name", "how", "spec", "reason")},
-                                         reuse=s.get("reuse", False)) for s in d.get("subactions", [])],
-                   rl_config={"shaping": dict(rl.get("shaping", {})),
-                              "mask_actions": list(rl.get("mask_actions", []))})
-        problems = _plan_problems(plan) + [f"rl_config.{k} is not on the menu (only shaping, mask_actions)"
-                                           for k in rl if k not in ("shaping", "mask_actions")]
-        if problems:
-            raise ValueError("; ".join(problems))
-        return plan
-
-
-def _plan_problems(plan: Plan) -> list[str]:
-    """Everything wrong with a plan: names, `how`, and the RL menu (only known items and actions)."""
-    out = []
-    names = [s.name for s in plan.subactions]
-    if not 1 <= len(names) <= MAX_SUBACTIONS:
-        out.append(f"give 1 to {MAX_SUBACTIONS} sub-actions, not {len(names)}")
-    for s in plan.subactions:
-        if not isinstance(s.name, str) or not NAME_RE.match(s.name):
-            out.append(f"sub-action name {s.name!r} is not snake_case")
-        if s.how not in ("code", "rl"):
-            out.append(f"sub-action {s.name!r} has how={s.how!r}; it must be \"code\" or \"rl\"")
-        if not str(s.spec).strip():
-            out.append(f"sub-action {s.name!r} has an empty spec")
-        if s.reuse not in (True, False) or (s.reuse and s.how != "code"):
-            out.append(f"sub-action {s.name!r} has reuse={s.reuse!r}; only a \"code\" sub-action may say true")
-    dups = sorted({n for n in names if names.count(n) > 1})
-    if dups:
-        out.append(f"duplicate sub-action names {dups}; names must be unique")
-    lo, hi = SHAPING_RANGE
-    for item, w in plan.rl_config["shaping"].items():
-        if item not in ITEMS:
-            out.append(f"rl_config.shaping: {item!r} is not an inventory item; choose from {ITEMS}")
-        elif isinstance(w, bool) or not isinstance(w, int | float) or not lo <= w <= hi:
-            out.append(f"rl_config.shaping[{item!r}] = {w!r} must be a number from {lo} to {hi}")
-    mask = plan.rl_config["mask_actions"]
-    out += [f"rl_config.mask_actions: {a!r} is not a base action" for a in mask if a not in ACTIONS]
-    if len(set(mask)) >= len(ACTIONS):
-        out.append("rl_config.mask_actions may not mask every base action")
-    return out
 
 
 @dataclass
@@ -231,7 +157,7 @@ class SlowAgent:
             return self._library_plan(task, feedback, previous)
 
         def parse(data: dict) -> Plan:
-            plan = Plan.from_dict({**data, "task": task.name})
+            plan = Plan.from_dict({**data, "task": task.name}, task)
             if len(task.prerequisites) >= LONG_CHAIN and not plan.subtasks:
                 raise ValueError(f"`{task.name}` has a long prerequisite chain: list the chain of "
                                  "sub-tasks in \"subtasks\" first")
@@ -303,7 +229,7 @@ class SlowAgent:
     def _library_plan(self, task: Task, feedback: Feedback | None, previous: Plan | None) -> Plan:
         """The hand-written reference plan; a re-plan applies the critic's code/RL moves to it."""
         try:
-            plan = Plan.from_dict({**skills.reference_plan(task.name), "task": task.name})
+            plan = Plan.from_dict({**skills.reference_plan(task.name), "task": task.name}, task)
         except ValueError as e:
             raise AgentError(f"the hand-written reference plan of {task.name!r} is invalid: {e}") from e
         if feedback is None:
@@ -319,9 +245,9 @@ def plan_messages(task: Task, env_doc: str, feedback: Feedback | None = None,
     """The planner's prompt, filled in; `python slow_agent.py --task T` prints it."""
     text = PLAN_PROMPT.format(
         task=task.name, description=task.description, chain=" -> ".join(task.prerequisites) or "none",
-        api_doc=env_doc, actions=", ".join(ACTIONS), max_subactions=MAX_SUBACTIONS,
+        api_doc=env_doc, actions=", ".join(task.actions), max_subactions=MAX_SUBACTIONS,
         subtasks_rule=SUBTASKS_LONG if len(task.prerequisites) >= LONG_CHAIN else SUBTASKS_SHORT,
-        lo=SHAPING_RANGE[0], hi=SHAPING_RANGE[1], items=", ".join(ITEMS))
+        lo=SHAPING_RANGE[0], hi=SHAPING_RANGE[1], items=", ".join(task.items))
     if library:
         text += LIBRARY_NOTE.format(skills="\n".join(f"- {name}: {line}" for name, line in library.items()))
     if feedback is not None:
@@ -424,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
         task = get_task(args.task)
     except ValueError as e:
         parser.error(str(e))
-    for m in plan_messages(task, api_doc()):
+    for m in plan_messages(task, api_doc(api_for(task.name))):
         print(f"----- {m['role']} -----\n{m['content']}")
     return 0
 

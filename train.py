@@ -52,6 +52,7 @@ import report
 import skill_library as SL
 import skills
 from code_actions import CodeStats, Library, evaluate, is_crafter, run_program, whole_task_subaction
+from core import Plan, SubAction, api_doc
 from fast_agent import FastAgent, save_attempts
 from llm import LLMError
 from run_dir import (
@@ -65,7 +66,7 @@ from run_dir import (
     save,
     write_rows,
 )
-from slow_agent import AgentError, Feedback, Plan, SlowAgent, SubAction
+from slow_agent import AgentError, Feedback, SlowAgent
 
 
 @dataclass
@@ -405,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
     n_base = probe.action_space.n  # the env's own actions; code actions come after them
     agent = P.Agent(probe.observation_space, n_base)
     api = type(probe.unwrapped.make_api(0))
-    doc = E.api_doc(api)
+    doc = api_doc(api)
     probe.close()
     skills_dir = SL.library_path(args.skills, args.runs_dir)
     if rank == 0 and args.mode == "rlgpt" and skills_dir is not None:

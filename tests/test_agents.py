@@ -11,7 +11,8 @@ import pytest
 
 import sandbox
 import skills
-from env import CHOP_TREE, TASKS, CodeAction, api_doc, get_task
+from core import CodeAction, Plan, SubAction, api_doc
+from env import CHOP_TREE, TASKS, CrafterAPI, get_task
 from fast_agent import DRINK_WATER, Attempt, FastAgent, extract_code, save_attempts
 from llm import LLMClient
 from slow_agent import (
@@ -20,14 +21,12 @@ from slow_agent import (
     SUBTASKS_SHORT,
     AgentError,
     Feedback,
-    Plan,
     SlowAgent,
-    SubAction,
     rule_based_critique,
 )
 from tests.fake_llm import FakeLLMServer, http_error, truncated
 
-DOC = api_doc()
+DOC = api_doc(CrafterAPI)
 
 
 def client(srv: FakeLLMServer, vision: bool = False) -> LLMClient:

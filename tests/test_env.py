@@ -8,6 +8,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import env as E
+from core import api_doc
 
 WOOD = E.ITEMS.index("wood")
 
@@ -143,7 +144,7 @@ def test_primitive_api_view_and_doc():
     view = api.view()
     assert len(view) == 7 and all(len(row) == 9 for row in view) and view[3][4] == "player"
     assert api.steps_left() == 5 and api.inventory()["health"] == 9
-    doc = E.api_doc()
+    doc = api_doc(E.CrafterAPI)
     for name in ("view", "nearest", "move", "do", "place", "make", "go_to", "steps_left"):
         assert f"api.{name}(" in doc
 

@@ -11,6 +11,7 @@ import pytest
 
 import env
 import minedojo_env
+from core import api_doc
 
 NVEC = [3, 3, 4, 25, 25, 8, 244, 36]
 CRAFT_ITEMS = ["stick", "planks", "crafting_table", "wooden_pickaxe"] + [f"item_{i}" for i in range(240)]
@@ -178,7 +179,7 @@ def test_death_terminates_without_success_and_the_step_limit_truncates(fake):
 
 
 def test_api_doc_renders_every_call(fake):
-    doc = env.api_doc(minedojo_env.MineDojoAPI)
+    doc = api_doc(minedojo_env.MineDojoAPI)
     for call in ("attack", "use", "craft", "equip", "place", "move", "turn", "look", "inventory", "holding",
                  "steps_left"):
         assert f"api.{call}(" in doc

@@ -10,6 +10,7 @@ import torch
 
 import env as E
 import ppo as ppo_mod
+from core import PrimitiveAPI
 from ppo import PPO, Agent, PPOConfig, compute_gae, load_checkpoint, save_checkpoint, seed_everything
 
 SAME_STEP = gym.vector.AutoresetMode.SAME_STEP
@@ -114,7 +115,7 @@ def test_rollout_feeds_gae_semi_mdp_discounts_and_truncation_bootstrap(monkeypat
     torch.testing.assert_close(seen["next_values"][:2], seen["values"][1:3])  # mid-episode: V(s_{t+1})
 
 
-class ScriptedAPI(E.PrimitiveAPI):
+class ScriptedAPI(PrimitiveAPI):
     def wait(self, times: int) -> None:
         """Take `times` primitive steps."""
         for _ in range(times):

@@ -15,13 +15,14 @@ import pytest
 import skill_library as SL
 import skills
 import train
-from env import CodeAction, api_doc, get_task
+from core import CodeAction, SubAction, api_doc
+from env import CrafterAPI, get_task
 from fast_agent import FastAgent
 from llm import LLMClient
-from slow_agent import SlowAgent, SubAction
+from slow_agent import SlowAgent
 from tests.fake_llm import FakeLLMServer
 
-DOC = api_doc()
+DOC = api_doc(CrafterAPI)
 CHOP = CodeAction("chop_tree", "def chop_tree(api):\n    \"\"\"Chop a tree.\"\"\"\n    return api.do()\n",
                   "Chop a tree.")
 

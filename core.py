@@ -1,0 +1,193 @@
+"""What every backend and both agents share: the task record, the primitive API's step accounting,
+code actions as text, and the slow agent's plan.
+
+Nothing here knows a game: Crafter's tasks live in crafter_env.py, MineDojo's in minedojo_env.py, and
+env.get_task finds either. Each backend's tasks carry its vocabulary (base action names, inventory
+items), so a plan is checked against the game it is for. This file imports no other project file.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import re
+from dataclasses import asdict, dataclass, field
+
+import gymnasium as gym
+
+import sandbox
+
+# ----------------------------------------------------------------------------------------------
+# Tasks.
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task: what the slow agent reads (description, prerequisite chain, the game's vocabulary)
+    and what ends an episode."""
+
+    name: str  # as the user types it: `collect_wood`, `minedojo:harvest_log`
+    achievement: str | None  # what success means: a Crafter achievement, or a MineDojo item; None: the benchmark
+    max_steps: int  # primitive steps before the episode is truncated
+    prerequisites: tuple[str, ...]  # what is normally done first, in order (the task planner's chain)
+    description: str
+    actions: tuple[str, ...] = ()  # the backend's base action names, index = action id
+    items: tuple[str, ...] = ()  # the inventory entries of the backend's observation (the shaping menu)
+
+
+def unknown_task(name: str, known: list[str], listing: str) -> ValueError:
+    """The error for a task nobody knows: the closest names *of the same backend*, then where to look."""
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+    hint = f" Did you mean {', '.join(close)}?" if close else ""
+    return ValueError(f"unknown task {name!r}.{hint} {listing}")
+
+
+# ----------------------------------------------------------------------------------------------
+# The primitive API: the only thing model code can touch.
+
+
+class PrimitiveAPI:
+    """Counts and bounds the environment steps a code action takes; backends add the actual calls.
+
+    Everything underscored is invisible to model code (the sandbox rejects `_` names), so the env
+    object and the counters cannot be reached or changed from a code action.
+
+    The macro action's return: `_reward` is the semi-MDP return sum_i gamma**i * r_i of the k steps
+    taken, which CodeActions hands to PPO as the transition's reward (PPO then discounts the next
+    value by gamma**k, see ppo.compute_gae).
+    """
+
+    def __init__(self, env: gym.Env, budget: int, gamma: float = 1.0):
+        self._env, self._budget, self._gamma = env, budget, gamma
+        self._steps, self._reward, self._last = 0, 0.0, None  # _reward: sum of gamma**i * r_i
+
+    def _act(self, action):
+        """Take one real environment step; stop the code action when the budget or the episode ends."""
+        if self._last is not None and (self._last[2] or self._last[3]):
+            raise sandbox.EpisodeEnded()
+        if self._steps >= self._budget:
+            raise sandbox.StepBudgetExceeded(f"step budget of {self._budget} env steps spent")
+        self._last = self._env.step(action)
+        self._reward += self._gamma ** self._steps * self._last[1]
+        self._steps += 1
+        if self._last[2] or self._last[3]:
+            raise sandbox.EpisodeEnded()
+        return self._last
+
+    def steps_left(self) -> int:
+        """How many more environment steps this code action may take before it is stopped."""
+        return self._budget - self._steps
+
+
+def api_doc(api_class: type) -> str:
+    """The API's doc as the agents' prompts show it: the class note, then one entry per call."""
+    lines = [inspect.cleandoc(api_class.__doc__), ""]
+    for cls in reversed(api_class.__mro__):
+        for name, fn in vars(cls).items():
+            if not name.startswith("_") and callable(fn):
+                doc = " ".join(inspect.cleandoc(fn.__doc__ or "").split())
+                sig = str(inspect.signature(fn, eval_str=True))
+                sig = sig.replace("(self, ", "(").replace("(self)", "()")
+                lines.append(f"api.{name}{sig}: {doc}")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------------------------
+# Code actions.
+
+
+@dataclass(frozen=True)
+class CodeAction:
+    """A code action as text, so it can travel to vector-env worker processes and into checkpoints."""
+
+    name: str
+    source: str
+    doc: str = ""
+    entry: str = ""  # the function to call; defaults to `name`
+    replaces: str = ""  # the code action this one rewrites (v1 of a v2): PPO starts it from that one's logits
+
+    @property
+    def function(self) -> str:
+        return self.entry or self.name
+
+
+# ----------------------------------------------------------------------------------------------
+# The slow agent's plan.
+
+MAX_SUBACTIONS = 16  # each code sub-action widens the RL action space (the whole tech tree needs 15)
+SHAPING_RANGE = (0.0, 1.0)  # never worth more than the task's own success reward of 1
+NAME_RE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
+
+
+@dataclass
+class SubAction:
+    name: str  # snake_case; a code sub-action's code action (and function) gets this name
+    how: str  # "code" (the fast agent writes it) or "rl" (left to PPO)
+    spec: str  # what it must do, for the code writer
+    reason: str = ""  # why code or RL
+    reuse: bool = False  # a code sub-action taken as it is from the skill library (skill_library.py)
+
+
+@dataclass
+class Plan:
+    """What the slow agent decided for one iteration; train.py saves it with the run."""
+
+    task: str
+    subtasks: list[str]  # the task planner's chain for long tasks, else empty
+    subactions: list[SubAction]
+    rl_config: dict = field(default_factory=lambda: {"shaping": {}, "mask_actions": []})
+
+    @property
+    def code_subactions(self) -> list[SubAction]:
+        return [s for s in self.subactions if s.how == "code"]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict, task: Task | None = None) -> Plan:
+        """Build and validate a plan; ValueError lists every problem, worded for the model to fix.
+        With `task`, the RL menu is checked against that task's game (its actions and items)."""
+        rl = d.get("rl_config") or {}
+        plan = cls(task=str(d.get("task", "")), subtasks=[str(s) for s in d.get("subtasks", [])],
+                   subactions=[SubAction(**{k: s.get(k, "") for k in ("name", "how", "spec", "reason")},
+                                         reuse=s.get("reuse", False)) for s in d.get("subactions", [])],
+                   rl_config={"shaping": dict(rl.get("shaping", {})),
+                              "mask_actions": list(rl.get("mask_actions", []))})
+        problems = _plan_problems(plan, task) + [f"rl_config.{k} is not on the menu (only shaping, mask_actions)"
+                                                 for k in rl if k not in ("shaping", "mask_actions")]
+        if problems:
+            raise ValueError("; ".join(problems))
+        return plan
+
+
+def _plan_problems(plan: Plan, task: Task | None) -> list[str]:
+    """Everything wrong with a plan: names, `how`, and the RL menu (only known items and actions)."""
+    out = []
+    names = [s.name for s in plan.subactions]
+    if not 1 <= len(names) <= MAX_SUBACTIONS:
+        out.append(f"give 1 to {MAX_SUBACTIONS} sub-actions, not {len(names)}")
+    for s in plan.subactions:
+        if not isinstance(s.name, str) or not NAME_RE.match(s.name):
+            out.append(f"sub-action name {s.name!r} is not snake_case")
+        if s.how not in ("code", "rl"):
+            out.append(f"sub-action {s.name!r} has how={s.how!r}; it must be \"code\" or \"rl\"")
+        if not str(s.spec).strip():
+            out.append(f"sub-action {s.name!r} has an empty spec")
+        if s.reuse not in (True, False) or (s.reuse and s.how != "code"):
+            out.append(f"sub-action {s.name!r} has reuse={s.reuse!r}; only a \"code\" sub-action may say true")
+    dups = sorted({n for n in names if names.count(n) > 1})
+    if dups:
+        out.append(f"duplicate sub-action names {dups}; names must be unique")
+    lo, hi = SHAPING_RANGE
+    for item, w in plan.rl_config["shaping"].items():
+        if task is not None and item not in task.items:
+            out.append(f"rl_config.shaping: {item!r} is not an inventory item; choose from {list(task.items)}")
+        elif isinstance(w, bool) or not isinstance(w, int | float) or not lo <= w <= hi:
+            out.append(f"rl_config.shaping[{item!r}] = {w!r} must be a number from {lo} to {hi}")
+    mask = plan.rl_config["mask_actions"]
+    if task is not None:
+        out += [f"rl_config.mask_actions: {a!r} is not a base action" for a in mask if a not in task.actions]
+        if len(set(mask)) >= len(task.actions):
+            out.append("rl_config.mask_actions may not mask every base action")
+    return out

@@ -1,0 +1,403 @@
+"""The Crafter backend: Crafter's tasks (one per achievement, plus the whole benchmark), the Gymnasium
+env over Crafter, and the primitive API that code actions are written against.
+
+Read top to bottom: tasks -> which Crafter -> world seeds -> the env -> the primitive API.
+env.py builds envs of every backend (env.make_env); this file knows only Crafter.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict, deque
+from pathlib import Path
+
+import crafter
+import crafter.constants as C
+import gymnasium as gym
+import numpy as np
+
+import fastcrafter
+from core import PrimitiveAPI, Task, unknown_task
+
+ACTIONS: list[str] = list(C.actions)  # Crafter's 17 primitive actions, index = action id
+ITEMS: list[str] = list(C.items)  # the 16 inventory entries, in observation order
+ACHIEVEMENTS: list[str] = list(C.achievements)  # the 22 achievements of the benchmark
+DIRECTIONS = {"left": (-1, 0), "right": (1, 0), "up": (0, -1), "down": (0, 1)}
+VIEW_W, VIEW_H = 9, 7  # the world part of the agent's local view; the player stands at its centre
+
+
+# ----------------------------------------------------------------------------------------------
+# Tasks: one per achievement, plus the whole benchmark. Data, not code.
+
+
+def _needs(kind: str, name: str) -> str:
+    """Crafter's recipe for a thing, read from Crafter's own tables so the prompt never drifts."""
+    rule = getattr(C, kind)[name]
+    parts = [f"{n} {k}" for k, n in rule.get("uses", rule.get("require", {})).items()]
+    text = "needs " + ", ".join(parts) if parts else "needs nothing"
+    if rule.get("nearby"):
+        text += " and a " + " and a ".join(rule["nearby"]) + " within 1 cell"
+    if rule.get("where"):
+        text += "; the facing cell must be " + "/".join(rule["where"])
+    return text
+
+
+# name, step limit, prerequisite achievements in order, description
+_TASK_ROWS: list[tuple[str, int, tuple[str, ...], str]] = [
+    ("collect_wood", 300, (), f"Collect wood: face a tree and `do` ({_needs('collect', 'tree')})."),
+    ("place_table", 500, ("collect_wood",), f"Place a crafting table ({_needs('place', 'table')})."),
+    ("make_wood_pickaxe", 750, ("collect_wood", "place_table"),
+     f"Make a wood pickaxe ({_needs('make', 'wood_pickaxe')})."),
+    ("make_wood_sword", 750, ("collect_wood", "place_table"),
+     f"Make a wood sword ({_needs('make', 'wood_sword')})."),
+    ("collect_stone", 1000, ("collect_wood", "place_table", "make_wood_pickaxe"),
+     f"Mine stone: face stone and `do` ({_needs('collect', 'stone')})."),
+    ("place_stone", 1000, ("collect_wood", "place_table", "make_wood_pickaxe", "collect_stone"),
+     f"Place a stone block ({_needs('place', 'stone')})."),
+    ("collect_coal", 1000, ("collect_wood", "place_table", "make_wood_pickaxe"),
+     f"Mine coal: face coal and `do` ({_needs('collect', 'coal')})."),
+    ("make_stone_pickaxe", 1500, ("collect_wood", "place_table", "make_wood_pickaxe", "collect_stone"),
+     f"Make a stone pickaxe ({_needs('make', 'stone_pickaxe')})."),
+    ("make_stone_sword", 1500, ("collect_wood", "place_table", "make_wood_pickaxe", "collect_stone"),
+     f"Make a stone sword ({_needs('make', 'stone_sword')})."),
+    ("place_furnace", 1500, ("collect_wood", "place_table", "make_wood_pickaxe", "collect_stone"),
+     f"Place a furnace ({_needs('place', 'furnace')})."),
+    ("collect_iron", 2500, ("collect_wood", "place_table", "make_wood_pickaxe", "collect_stone",
+                            "make_stone_pickaxe"),
+     f"Mine iron: face iron and `do` ({_needs('collect', 'iron')})."),
+    ("make_iron_pickaxe", 3000, ("collect_wood", "place_table", "make_wood_pickaxe", "collect_stone",
+                                 "make_stone_pickaxe", "collect_coal", "place_furnace", "collect_iron"),
+     f"Make an iron pickaxe ({_needs('make', 'iron_pickaxe')})."),
+    ("make_iron_sword", 3000, ("collect_wood", "place_table", "make_wood_pickaxe", "collect_stone",
+                               "make_stone_pickaxe", "collect_coal", "place_furnace", "collect_iron"),
+     f"Make an iron sword ({_needs('make', 'iron_sword')})."),
+    ("collect_diamond", 5000, ("collect_wood", "place_table", "make_wood_pickaxe", "collect_stone",
+                               "make_stone_pickaxe", "collect_coal", "place_furnace", "collect_iron",
+                               "make_iron_pickaxe"),
+     f"Mine a diamond: face a diamond and `do` ({_needs('collect', 'diamond')})."),
+    ("collect_drink", 300, (), "Drink water: face water and `do`."),
+    ("collect_sapling", 300, (), f"Collect a sapling: face grass and `do` ({_needs('collect', 'grass')}, "
+                                 "succeeds with probability 0.1 per try)."),
+    ("place_plant", 500, ("collect_sapling",), f"Plant a sapling ({_needs('place', 'plant')})."),
+    ("eat_plant", 2000, ("collect_sapling", "place_plant"),
+     "Eat a plant: plant a sapling, protect it until it is ripe, then face it and `do`."),
+    ("eat_cow", 500, (), "Eat a cow: face a cow and `do` until it is defeated (3 hits bare-handed)."),
+    ("defeat_zombie", 1000, (), "Defeat a zombie (they appear on grass, mostly at night): face it and `do`."),
+    ("defeat_skeleton", 2000, (), "Defeat a skeleton (they live in dark cave tunnels): face it and `do`."),
+    ("wake_up", 1000, (), "Sleep when energy is low and wake up again once energy is restored."),
+]
+
+# The paper's MineDojo task names, mapped onto the Crafter task with the same meaning.
+ALIASES = {
+    "harvest_log": "collect_wood",
+    "craft_crafting_table": "place_table",
+    "craft_wooden_pickaxe": "make_wood_pickaxe",
+    "craft_stone_pickaxe": "make_stone_pickaxe",
+    "mine_cobblestone": "collect_stone",
+    "mine_iron_ore": "collect_iron",
+    "craft_iron_pickaxe": "make_iron_pickaxe",
+    "obtain_diamond": "collect_diamond",
+}
+
+
+def _task(name: str, achievement: str | None, max_steps: int, chain: tuple[str, ...], description: str) -> Task:
+    return Task(name, achievement, max_steps, chain, description, tuple(ACTIONS), tuple(ITEMS))
+
+
+TASKS: dict[str, Task] = {row[0]: _task(row[0], row[0], *row[1:]) for row in _TASK_ROWS}
+TASKS["crafter"] = _task("crafter", None, 10000, (), "The whole Crafter benchmark: unlock as many of the 22 "
+                         "achievements as possible in one life (Crafter's own reward).")
+
+
+def get_task(name: str) -> Task:
+    """A Crafter task by name or alias; unknown names fail with the closest Crafter names, not a KeyError."""
+    name = ALIASES.get(name, name)
+    if name not in TASKS:
+        raise unknown_task(name, list(TASKS) + list(ALIASES), "`python env.py --list` prints every task.")
+    return TASKS[name]
+
+
+# ----------------------------------------------------------------------------------------------
+# Which Crafter. fastcrafter.Env (the default) gives the same game bit for bit, several times faster;
+# "original" keeps crafter.Env for checking. Both keep each chunk's creatures insertion-ordered:
+# upstream Crafter iterates a `set` in memory-address order, so which zombie or cow despawns differs
+# between runs with the same seed and actions (the statistics of the game are unchanged: only the
+# order of an iteration becomes fixed). The original is changed per instance, never globally.
+
+CRAFTER_IMPLS = ("fast", "original")
+
+
+def make_crafter(impl: str = "fast", **kwargs) -> crafter.Env:
+    """A Crafter env (crafter.Env's own arguments) of the chosen implementation. CrafterEnv may choose the
+    seed of the next world itself (`world.next_seed`, see world_seed) instead of Crafter's
+    hash((seed, episode)), so the seed a stats row records is the one the world was generated from."""
+    if impl not in CRAFTER_IMPLS:
+        raise ValueError(f"crafter_impl must be one of {CRAFTER_IMPLS}, not {impl!r}")
+    env = fastcrafter.Env(**kwargs) if impl == "fast" else crafter.Env(**kwargs)
+    world, world_reset = env._world, env._world.reset
+
+    def reset(seed: int | None = None) -> None:
+        world_reset(world.__dict__.pop("next_seed", seed))
+        if impl == "original":
+            world._chunks = defaultdict(fastcrafter.OrderedChunk)
+
+    world.reset = reset
+    return env
+
+
+# ----------------------------------------------------------------------------------------------
+# World seeds: every episode's world is drawn from (run seed, stream, rank, env index, episode number),
+# so runs of different seeds, the ranks of one run, the envs of one rank and successive episodes of one
+# env all play different worlds, and evaluation never plays a world training saw.
+
+TRAIN, EVAL = 0, 1  # seed streams: training worlds get even world seeds, evaluation worlds odd ones
+
+
+def world_seed(run_seed: int, stream: int, rank: int, index: int, episode: int) -> int:
+    """The seed Crafter generates one episode's world from, in [0, 2**31 - 1) as Crafter's own are.
+
+    A SeedSequence hash of the five numbers, so nearby run seeds give unrelated worlds (the reset seeds
+    `seed + i` PPO used to give made `--seed 1` and `--seed 2` play mostly the same worlds). Its parity is the stream,
+    so a training world and an evaluation world are never the same; within a stream two episodes share
+    a world only by a 30-bit hash collision (about 1 in 20 for 10,000 episodes against 10,000 others).
+    """
+    h = np.random.SeedSequence([run_seed, stream, rank, index, episode]).generate_state(1)[0]
+    return int(h % 2**30) * 2 + stream
+
+
+# ----------------------------------------------------------------------------------------------
+# The Gymnasium env over Crafter.
+
+
+class CrafterEnv(gym.Env):
+    """Crafter as a Gymnasium 1.x env with a task: success terminates, the task's step limit truncates.
+
+    Observation: {"image": (64, 64, 3) uint8, Crafter's own render; "inventory": (16,) uint8 counts}.
+    Crafter's `semantic` map is deliberately not passed on: it is the whole world, not what the agent sees.
+
+    Worlds: the n-th reset (n = 0, 1, ...) plays world_seed(seed, stream, rank, index, n) (the trainer's
+    envs; `seed` None draws a run seed from numpy's global RNG). reset(seed=s) instead plays the worlds
+    crafter.Env(seed=s) plays, hash((s, n + 1)) % (2**31 - 1) from then on, so a seed means what it
+    means in Crafter (demos, dry runs and tests pick worlds that way).
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 8}
+
+    def __init__(self, task: str = "collect_wood", seed: int | None = None, crafter_reward: bool = False,
+                 max_steps: int | None = None, stats_path: str | Path | None = None,
+                 shaping: dict[str, float] | None = None, render_mode: str | None = None,
+                 stream: int = TRAIN, rank: int = 0, index: int = 0, crafter_impl: str = "fast"):
+        self.task = get_task(task)
+        self.set_shaping(shaping)
+        self.run_seed = int(np.random.randint(0, 2**31 - 1)) if seed is None else int(seed)
+        self.seed_key, self.episode_number, self._crafter_seed = (stream, rank, index), -1, None
+        self.iteration = 0  # the RL-GPT iteration, written into stats rows (the trainer sets it)
+        self.max_steps = max_steps or self.task.max_steps
+        self.crafter_reward = crafter_reward or self.task.achievement is None
+        self.stats_path = Path(stats_path) if stats_path else None
+        self.render_mode = render_mode
+        self._crafter = make_crafter(crafter_impl, seed=0, reward=True, length=None)  # its seed is unused: see reset
+        self.observation_space = gym.spaces.Dict({
+            "image": gym.spaces.Box(0, 255, (64, 64, 3), np.uint8),
+            "inventory": gym.spaces.Box(0, 9, (len(ITEMS),), np.uint8),
+        })
+        self.action_space = gym.spaces.Discrete(len(ACTIONS))
+        self.frames: list[np.ndarray] | None = None  # set to [] to record every frame (GIFs)
+        self._image: np.ndarray | None = None
+        self.world_seed, self._length, self._crafter_return = None, 0, 0.0  # no episode yet: an empty row
+        self._achievements = dict.fromkeys(ACHIEVEMENTS, 0)
+
+    def _obs(self, image: np.ndarray) -> dict:
+        self._image = image
+        inv = self._crafter._player.inventory
+        return {"image": image, "inventory": np.fromiter((inv[k] for k in ITEMS), np.uint8, len(ITEMS))}
+
+    def set_shaping(self, shaping: dict[str, float] | None) -> None:
+        """Inventory item -> reward per unit gained (the slow agent's menu); may change between iterations."""
+        unknown = set(shaping or {}) - set(ITEMS)
+        if unknown:
+            raise ValueError(f"shaping weights for unknown inventory items {sorted(unknown)}; known: {ITEMS}")
+        self.shaping = dict(shaping or {})
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        if seed is not None:
+            self._crafter_seed, self.episode_number = int(seed), -1
+        self.episode_number += 1
+        if self._crafter_seed is None:
+            self.world_seed = world_seed(self.run_seed, *self.seed_key, self.episode_number)
+        else:  # Crafter's own derivation (crafter.Env.reset)
+            self.world_seed = hash((self._crafter_seed, self.episode_number + 1)) % (2**31 - 1)
+        self._crafter._world.next_seed = self.world_seed  # read by the world reset of make_crafter
+        image = self._crafter.reset()
+        self._length, self._return, self._crafter_return = 0, 0.0, 0.0
+        self._achievements = dict.fromkeys(ACHIEVEMENTS, 0)
+        if self.frames is not None:
+            self.frames = [image]
+        return self._obs(image), {}
+
+    def step(self, action):
+        before = dict(self._crafter._player.inventory) if self.shaping else None
+        image, reward, dead, cinfo = self._crafter.step(int(action))
+        self._length += 1
+        self._crafter_return += cinfo["reward"]
+        goal = self.task.achievement
+        success = goal is not None and cinfo["achievements"][goal] > 0
+        if goal is not None:
+            reward = float(success) + (reward if self.crafter_reward else 0.0)
+        if before is not None:
+            inv = cinfo["inventory"]
+            reward += sum(w * max(0, inv[k] - before[k]) for k, w in self.shaping.items())
+        self._return += reward
+        self._achievements = cinfo["achievements"]
+        terminated = bool(dead or success)
+        truncated = not terminated and self._length >= self.max_steps
+        info = {"prim_steps": 1, "success": success}
+        if terminated or truncated:
+            info["episode"] = {"r": self._return, "l": self._length, "success": success,
+                               "achievements": sum(v > 0 for v in cinfo["achievements"].values()),
+                               "seed": self.world_seed}
+            if self.stats_path:
+                self._write_stats(self.stats_row(), self.stats_path)
+        if self.frames is not None:
+            self.frames.append(image)
+        return self._obs(image), reward, terminated, truncated, info
+
+    def stats_row(self) -> dict:
+        """The episode so far as one row of Crafter's Recorder format (length, reward, achievement_*),
+        so Crafter's own scripts read it, plus its world `seed` and the `iteration` it ended in.
+        The trainer also asks for it at the end of a run, for the episodes still going then."""
+        row = {"length": self._length, "reward": round(self._crafter_return, 1)}
+        row.update({f"achievement_{k}": v for k, v in self._achievements.items()})
+        return dict(row, seed=self.world_seed, iteration=self.iteration)
+
+    @staticmethod
+    def _write_stats(row: dict, path: Path) -> None:
+        """Append one row. One short `write` on a file opened for appending is atomic on Linux, so
+        vector-env workers (and ranks) can share the file."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a") as f:
+            f.write(json.dumps(row) + "\n")
+
+    def render(self):
+        return self._image
+
+    def make_api(self, budget: int, gamma: float = 1.0) -> CrafterAPI:
+        return CrafterAPI(self, budget, gamma)
+
+
+# ----------------------------------------------------------------------------------------------
+# The primitive API for Crafter (the step accounting is core.PrimitiveAPI's).
+
+
+class CrafterAPI(PrimitiveAPI):
+    """Crafter for code actions. Positions are (dx, dy) relative to the player: dx > 0 is right,
+    dy > 0 is down; the agent sees dx in -4..4 and dy in -3..3. Names: materials water, grass, stone,
+    path, sand, tree, lava, coal, iron, diamond, table, furnace; creatures cow, zombie, skeleton,
+    arrow, plant, ripe_plant; "player" at (0, 0); "unknown" outside the world. Walkable: grass, sand,
+    path (walking into lava is death). Every acting call takes real environment steps."""
+
+    def _cell(self, dx: int, dy: int) -> str:
+        pos = self._env._crafter._player.pos + (dx, dy)
+        material, obj = self._env._crafter._world[pos]
+        if obj is not None:
+            name = type(obj).__name__.lower()
+            return "ripe_plant" if name == "plant" and obj.ripe else name
+        return material or "unknown"
+
+    def view(self) -> list[list[str]]:
+        """The visible 9x7 cells as names: view()[dy + 3][dx + 4]; the player is view()[3][4]."""
+        return [[self._cell(dx, dy) for dx in range(-4, 5)] for dy in range(-3, 4)]
+
+    def nearest(self, name: str) -> tuple[int, int] | None:
+        """(dx, dy) of the closest visible cell holding `name` (walking distance ignored), or None."""
+        cells = [(abs(dx) + abs(dy), dx, dy) for dy in range(-3, 4) for dx in range(-4, 5)
+                 if (dx, dy) != (0, 0) and self._cell(dx, dy) == name]
+        return min(cells)[1:] if cells else None
+
+    def inventory(self) -> dict[str, int]:
+        """Counts of health, food, drink, energy, sapling, wood, stone, coal, iron, diamond and tools."""
+        return dict(self._env._crafter._player.inventory)
+
+    def facing(self) -> tuple[int, int]:
+        """The direction the player faces, as (dx, dy)."""
+        return tuple(int(v) for v in self._env._crafter._player.facing)
+
+    def in_front(self) -> str:
+        """The name of the cell the player faces (what `do`, `place` act on)."""
+        return self._cell(*self.facing())
+
+    def move(self, direction: str, times: int = 1) -> bool:
+        """Step left/right/up/down `times` times. A blocked step only turns the player to face that way.
+        Returns True if the player ended on a different cell."""
+        start = tuple(self._env._crafter._player.pos)
+        for _ in range(times):
+            self._act(ACTIONS.index("move_" + _direction(direction)))
+        return tuple(self._env._crafter._player.pos) != start
+
+    def do(self, times: int = 1) -> bool:
+        """Interact with the facing cell `times` times: collect material, hit a creature, drink water.
+        Returns True if the inventory changed."""
+        before = self.inventory()
+        for _ in range(times):
+            self._act(ACTIONS.index("do"))
+        return self.inventory() != before
+
+    def place(self, item: str) -> bool:
+        """Place stone, table, furnace or plant on the facing cell. Returns True if it was placed."""
+        if item not in C.place:
+            raise ValueError(f"place() takes one of {sorted(C.place)}, not {item!r}")
+        self._act(ACTIONS.index("place_" + item))
+        return self.in_front() == item
+
+    def make(self, item: str) -> bool:
+        """Craft wood/stone/iron_pickaxe or _sword (needs a table nearby, see recipes). True if made."""
+        if item not in C.make:
+            raise ValueError(f"make() takes one of {sorted(C.make)}, not {item!r}")
+        before = self.inventory()[item]
+        self._act(ACTIONS.index("make_" + item))
+        return self.inventory()[item] > before
+
+    def sleep(self, times: int = 1) -> None:
+        """Sleep `times` steps (energy recovers while asleep; the player wakes when it is full)."""
+        for _ in range(times):
+            self._act(ACTIONS.index("sleep"))
+
+    def noop(self, times: int = 1) -> None:
+        """Wait `times` steps."""
+        for _ in range(times):
+            self._act(ACTIONS.index("noop"))
+
+    def go_to(self, name: str, max_steps: int = 20) -> bool:
+        """Walk over walkable cells to the nearest visible `name` and face it (re-planned every step,
+        so moving creatures are followed). Returns True when facing it, False if none is reachable."""
+        for _ in range(max_steps):
+            if self.in_front() == name:
+                return True
+            step = self._first_step(name)
+            if step is None:
+                return False
+            self._act(ACTIONS.index("move_" + step))
+        return self.in_front() == name
+
+    def _first_step(self, name: str) -> str | None:
+        """Breadth-first search over the visible walkable cells; the first move towards `name`."""
+        grid = {(dx, dy): self._cell(dx, dy) for dy in range(-3, 4) for dx in range(-4, 5)}
+        first: dict[tuple[int, int], str | None] = {(0, 0): None}
+        queue = deque([(0, 0)])
+        while queue:
+            x, y = queue.popleft()
+            for word, (ux, uy) in DIRECTIONS.items():
+                nxt = (x + ux, y + uy)
+                if grid.get(nxt) == name:  # stand here and face it: a blocked move only turns
+                    return first[(x, y)] or word
+                if nxt not in first and grid.get(nxt) in C.walkable:
+                    first[nxt] = first[(x, y)] or word
+                    queue.append(nxt)
+        return None
+
+
+def _direction(word: str) -> str:
+    if word not in DIRECTIONS:
+        raise ValueError(f"direction must be one of {list(DIRECTIONS)}, not {word!r}")
+    return word
