@@ -33,6 +33,7 @@ class Task:
     description: str
     actions: tuple[str, ...] = ()  # the backend's base action names, index = action id
     items: tuple[str, ...] = ()  # the inventory entries of the backend's observation (the shaping menu)
+    milestones: tuple[str, ...] = ()  # what a sub-task of the plan's chain may be: each has its own success test
 
 
 def unknown_task(name: str, known: list[str], listing: str) -> ValueError:
@@ -126,6 +127,9 @@ class SubAction:
     spec: str  # what it must do, for the code writer
     reason: str = ""  # why code or RL
     reuse: bool = False  # a code sub-action taken as it is from the skill library (skill_library.py)
+    subtask: str = ""  # the sub-task of the plan's chain it serves ("": the task as a whole)
+    rl_config: dict = field(default_factory=dict)  # an "rl" sub-action's own menu (shaping, mask_actions),
+    # used on top of the plan's while its sub-task is the one being trained (see curriculum.py)
 
 
 @dataclass
@@ -150,12 +154,12 @@ class Plan:
         With `task`, the RL menu is checked against that task's game (its actions and items)."""
         rl = d.get("rl_config") or {}
         plan = cls(task=str(d.get("task", "")), subtasks=[str(s) for s in d.get("subtasks", [])],
-                   subactions=[SubAction(**{k: s.get(k, "") for k in ("name", "how", "spec", "reason")},
-                                         reuse=s.get("reuse", False)) for s in d.get("subactions", [])],
+                   subactions=[SubAction(**{k: s.get(k, "") for k in ("name", "how", "spec", "reason", "subtask")},
+                                         reuse=s.get("reuse", False), rl_config=dict(s.get("rl_config") or {}))
+                               for s in d.get("subactions", [])],
                    rl_config={"shaping": dict(rl.get("shaping", {})),
                               "mask_actions": list(rl.get("mask_actions", []))})
-        problems = _plan_problems(plan, task) + [f"rl_config.{k} is not on the menu (only shaping, mask_actions)"
-                                                 for k in rl if k not in ("shaping", "mask_actions")]
+        problems = _plan_problems(plan, task) + _menu_problems(rl, "rl_config", task)
         if problems:
             raise ValueError("; ".join(problems))
         return plan
@@ -179,15 +183,32 @@ def _plan_problems(plan: Plan, task: Task | None) -> list[str]:
     dups = sorted({n for n in names if names.count(n) > 1})
     if dups:
         out.append(f"duplicate sub-action names {dups}; names must be unique")
+    for s in plan.subactions:
+        if s.subtask and s.subtask not in plan.subtasks:
+            out.append(f"sub-action {s.name!r} serves subtask {s.subtask!r}, which is not in \"subtasks\"")
+        if s.rl_config and s.how != "rl":
+            out.append(f"sub-action {s.name!r} has an rl_config; only an \"rl\" sub-action may")
+        out += _menu_problems(s.rl_config, f"{s.name}.rl_config", task)
+    if task is not None and task.milestones:
+        out += [f"subtask {t!r} has no success test; sub-tasks are chosen from {list(task.milestones)}"
+                for t in plan.subtasks if t not in task.milestones]
+    return out
+
+
+def _menu_problems(rl_config: dict, where: str, task: Task | None) -> list[str]:
+    """What is off the RL menu in one rl_config: only shaping (known items, bounded weights) and
+    mask_actions (known base actions, never all of them)."""
+    out = [f"{where}.{k} is not on the menu (only shaping, mask_actions)"
+           for k in rl_config if k not in ("shaping", "mask_actions")]
     lo, hi = SHAPING_RANGE
-    for item, w in plan.rl_config["shaping"].items():
+    for item, w in dict(rl_config.get("shaping") or {}).items():
         if task is not None and item not in task.items:
-            out.append(f"rl_config.shaping: {item!r} is not an inventory item; choose from {list(task.items)}")
+            out.append(f"{where}.shaping: {item!r} is not an inventory item; choose from {list(task.items)}")
         elif isinstance(w, bool) or not isinstance(w, int | float) or not lo <= w <= hi:
-            out.append(f"rl_config.shaping[{item!r}] = {w!r} must be a number from {lo} to {hi}")
-    mask = plan.rl_config["mask_actions"]
+            out.append(f"{where}.shaping[{item!r}] = {w!r} must be a number from {lo} to {hi}")
+    mask = list(rl_config.get("mask_actions") or [])
     if task is not None:
-        out += [f"rl_config.mask_actions: {a!r} is not a base action" for a in mask if a not in task.actions]
+        out += [f"{where}.mask_actions: {a!r} is not a base action" for a in mask if a not in task.actions]
         if len(set(mask)) >= len(task.actions):
-            out.append("rl_config.mask_actions may not mask every base action")
+            out.append(f"{where}.mask_actions may not mask every base action")
     return out

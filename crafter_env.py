@@ -101,7 +101,9 @@ ALIASES = {
 
 
 def _task(name: str, achievement: str | None, max_steps: int, chain: tuple[str, ...], description: str) -> Task:
-    return Task(name, achievement, max_steps, chain, description, tuple(ACTIONS), tuple(ITEMS))
+    """A Crafter task; its sub-tasks (the planner's chain) are achievements, each its own success test."""
+    return Task(name, achievement, max_steps, chain, description, tuple(ACTIONS), tuple(ITEMS),
+                tuple(ACHIEVEMENTS))
 
 
 TASKS: dict[str, Task] = {row[0]: _task(row[0], row[0], *row[1:]) for row in _TASK_ROWS}
@@ -150,6 +152,7 @@ def make_crafter(impl: str = "fast", **kwargs) -> crafter.Env:
 # so runs of different seeds, the ranks of one run, the envs of one rank and successive episodes of one
 # env all play different worlds, and evaluation never plays a world training saw.
 
+SUBTASK_REWARD = 0.5  # the curriculum's current sub-task, reached: half the task's own success reward of 1
 TRAIN, EVAL = 0, 1  # seed streams: training worlds get even world seeds, evaluation worlds odd ones
 
 
@@ -206,6 +209,7 @@ class CrafterEnv(gym.Env):
         self._image: np.ndarray | None = None
         self.world_seed, self._length, self._crafter_return = None, 0, 0.0  # no episode yet: an empty row
         self._achievements = dict.fromkeys(ACHIEVEMENTS, 0)
+        self.set_subtask(None)
 
     def _obs(self, image: np.ndarray) -> dict:
         self._image = image
@@ -219,6 +223,15 @@ class CrafterEnv(gym.Env):
             raise ValueError(f"shaping weights for unknown inventory items {sorted(unknown)}; known: {ITEMS}")
         self.shaping = dict(shaping or {})
 
+    def set_subtask(self, subtask: str | None) -> None:
+        """The curriculum's current sub-task (an achievement), or None. Reaching it for the first time in
+        an episode is worth SUBTASK_REWARD more; it does not end the episode, so every episode still
+        plays for the whole task, and the whole task's success is what every table counts."""
+        if subtask is not None and subtask not in ACHIEVEMENTS:
+            raise ValueError(f"a Crafter sub-task is an achievement, not {subtask!r}; known: {ACHIEVEMENTS}")
+        self.subtask = subtask  # reached already in the episode going on: no bonus for the past
+        self._subtask_done = subtask is not None and self._achievements.get(subtask, 0) > 0
+
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
         if seed is not None:
@@ -231,7 +244,7 @@ class CrafterEnv(gym.Env):
         self._crafter._world.next_seed = self.world_seed  # read by the world reset of make_crafter
         image = self._crafter.reset()
         self._length, self._return, self._crafter_return = 0, 0.0, 0.0
-        self._achievements = dict.fromkeys(ACHIEVEMENTS, 0)
+        self._achievements, self._subtask_done = dict.fromkeys(ACHIEVEMENTS, 0), False
         if self.frames is not None:
             self.frames = [image]
         return self._obs(image), {}
@@ -248,6 +261,9 @@ class CrafterEnv(gym.Env):
         if before is not None:
             inv = cinfo["inventory"]
             reward += sum(w * max(0, inv[k] - before[k]) for k, w in self.shaping.items())
+        if self.subtask and not self._subtask_done and cinfo["achievements"][self.subtask] > 0:
+            self._subtask_done = True
+            reward += SUBTASK_REWARD if self.subtask != goal else 0.0  # the task's own success pays already
         self._return += reward
         self._achievements = cinfo["achievements"]
         terminated = bool(dead or success)
@@ -256,7 +272,8 @@ class CrafterEnv(gym.Env):
         if terminated or truncated:
             info["episode"] = {"r": self._return, "l": self._length, "success": success,
                                "achievements": sum(v > 0 for v in cinfo["achievements"].values()),
-                               "seed": self.world_seed}
+                               "seed": self.world_seed, "subtask": self.subtask or "",
+                               "subtask_success": self._subtask_done}
             if self.stats_path:
                 self._write_stats(self.stats_row(), self.stats_path)
         if self.frames is not None:
