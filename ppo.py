@@ -459,12 +459,10 @@ class PPO:
 
     # ---- checkpoints ---------------------------------------------------------------------
     def state_dict(self) -> dict:
+        """Everything PPO itself needs to go on exactly; the process's RNG states are the checkpoint's
+        (run_dir.save_checkpoint), since they are not PPO's alone."""
         return {"agent": self.agent.state_dict(), "optimizer": self.optimizer.state_dict(),
-                "n_actions": self.agent.n_actions, "global_step": self.global_step,
-                "cfg": asdict(self.cfg), "rng": {
-                    "torch": torch.get_rng_state(), "numpy": np.random.get_state(),
-                    "random": random.getstate(),
-                    "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}}
+                "n_actions": self.agent.n_actions, "global_step": self.global_step, "cfg": asdict(self.cfg)}
 
     def load_state_dict(self, d: dict) -> None:
         """Restore exactly; an agent with fewer actions than the checkpoint is extended first."""
@@ -476,11 +474,6 @@ class PPO:
         self.optimizer.load_state_dict(d["optimizer"])
         self.global_step = d["global_step"]
         self.envs, self.next_obs = None, None  # the next train() resets whatever env it gets
-        torch.set_rng_state(d["rng"]["torch"])
-        np.random.set_state(d["rng"]["numpy"])
-        random.setstate(d["rng"]["random"])
-        if d["rng"]["cuda"] is not None and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(d["rng"]["cuda"])
 
 
 PRECISIONS = ("auto", "fp32", "bf16")

@@ -16,12 +16,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import shutil
 import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
 
+import numpy as np
 import torch
 from tqdm import tqdm
 
@@ -189,16 +191,26 @@ def save(run: dict, ppo: P.PPO, library: Library, state: dict) -> None:
 
 
 def save_checkpoint(path: str, ppo: P.PPO, code_actions: list[dict], extra: dict | None = None) -> None:
-    """Atomic write: a crash mid-save never leaves a half-written checkpoint behind."""
+    """Atomic write: a crash mid-save never leaves a half-written checkpoint behind. The process's RNG
+    states go with PPO's state (under "ppo", where checkpoints have always held them), so a resumed run
+    samples the same actions and minibatches as one that never stopped."""
+    rng = {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "random": random.getstate(),
+           "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
     tmp = f"{path}.tmp"
-    torch.save({"ppo": ppo.state_dict(), "code_actions": code_actions, "extra": extra or {}}, tmp)
+    torch.save({"ppo": dict(ppo.state_dict(), rng=rng), "code_actions": code_actions, "extra": extra or {}}, tmp)
     os.replace(tmp, path)
 
 
 def load_checkpoint(path: str, ppo: P.PPO) -> tuple[list[dict], dict]:
-    """Restores `ppo` in place and returns (code_actions, extra)."""
+    """Restores `ppo` and the process's RNG states in place and returns (code_actions, extra)."""
     d = torch.load(path, map_location="cpu", weights_only=False)  # RNG states must stay on CPU
     ppo.load_state_dict(d["ppo"])
+    rng = d["ppo"]["rng"]
+    torch.set_rng_state(rng["torch"])
+    np.random.set_state(rng["numpy"])
+    random.setstate(rng["random"])
+    if rng["cuda"] is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(rng["cuda"])
     return d["code_actions"], d["extra"]
 
 
