@@ -80,6 +80,32 @@ def open_run(args, cfg: P.PPOConfig, parser, rank: int, world: int, device: str)
     return run
 
 
+def make_llm(args, run_dir: Path):
+    """The agents' backend (None = the hand-written library) and a sentence saying why it was chosen."""
+    kind = args.llm
+    if args.mode == "rl":
+        return None, None, "no LLM: --mode rl is plain PPO"
+    if kind == "auto":
+        url = args.llm_url or configured_endpoint()
+        kind = "http" if url else "library"
+        why = f"an endpoint is configured ({url})" if url else "no endpoint is configured (set RLGPT_LLM_URL)"
+        print(f"LLM backend: {kind} (auto: {why})")
+    transcript = run_dir / "llm_transcript.jsonl"
+    if kind == "library":
+        return None, None, "library: hand-written reference skills and plans (no LLM)"
+    if kind.startswith("replay:"):
+        return ReplayClient(kind[7:]), None, f"replay of {kind[7:]}"
+    server = None
+    if kind == "local":
+        server = start_local_server()
+        client = LLMClient(server.url, "local", transcript=transcript, vision=False, log=tqdm.write)
+    else:
+        client = LLMClient(args.llm_url, args.llm_model, transcript=transcript, vision=args.vision,
+                           log=tqdm.write)
+        client.check_reachable()
+    return client, server, f"{kind}: {client.url} model {client.model or '(server default)'}"
+
+
 def make_train_envs(args, run: dict, cfg: P.PPOConfig, library: Library, episode_numbers: list[int] = ()):
     """The run's one set of training envs, built once, grown in place, never reset by the trainer: this
     rank's share of --num-envs. Crafter tasks append every finished episode to stats.jsonl. On --resume
@@ -113,32 +139,6 @@ def close(run: dict) -> None:
         run["writer"].close()
     if run["server"] is not None:
         run["server"].stop()
-
-
-def make_llm(args, run_dir: Path):
-    """The agents' backend (None = the hand-written library) and a sentence saying why it was chosen."""
-    kind = args.llm
-    if args.mode == "rl":
-        return None, None, "no LLM: --mode rl is plain PPO"
-    if kind == "auto":
-        url = args.llm_url or configured_endpoint()
-        kind = "http" if url else "library"
-        why = f"an endpoint is configured ({url})" if url else "no endpoint is configured (set RLGPT_LLM_URL)"
-        print(f"LLM backend: {kind} (auto: {why})")
-    transcript = run_dir / "llm_transcript.jsonl"
-    if kind == "library":
-        return None, None, "library: hand-written reference skills and plans (no LLM)"
-    if kind.startswith("replay:"):
-        return ReplayClient(kind[7:]), None, f"replay of {kind[7:]}"
-    server = None
-    if kind == "local":
-        server = start_local_server()
-        client = LLMClient(server.url, "local", transcript=transcript, vision=False, log=tqdm.write)
-    else:
-        client = LLMClient(args.llm_url, args.llm_model, transcript=transcript, vision=args.vision,
-                           log=tqdm.write)
-        client.check_reachable()
-    return client, server, f"{kind}: {client.url} model {client.model or '(server default)'}"
 
 
 def running_episodes(args, envs) -> tuple[list[dict], list[int]]:
@@ -252,7 +252,6 @@ def check_ranks_agree(run_dir: Path, ppo: P.PPO, library: Library, rank: int) ->
         (run_dir / "ranks.json").write_text(json.dumps(ranks, indent=2))
         if any(dict(r, rank=0) != dict(mine, rank=0) for r in ranks):
             print(f"warning: the ranks disagree (see {run_dir / 'ranks.json'})", file=sys.stderr)
-
 
 
 # ----------------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ Checkpoints are written at rollout boundaries, so they do not change what is lea
 rate anneals linearly over the whole run's --total-steps: iterations do not restart it.
 
 Under torchrun (RANK/WORLD_SIZE set) every rank steps --num-envs / WORLD_SIZE envs and trains the same
-agent (ppo.py averages the gradients and sums the steps); rank 0 alone talks to the LLM and broadcasts
+agent (ppo.py averages gradients, sums steps: distributed.py); rank 0 alone talks to the LLM and broadcasts
 the plan and code actions, gathers the statistics the critic reads, evaluates, logs and checkpoints.
 """
 
