@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+from tqdm import tqdm
 
+import distributed as D
 import env as E
 import ppo as P
 from core import SubAction
@@ -56,6 +58,18 @@ class Library:
         return np.array(base + [a.name in live for a in self.actions], dtype=bool)
 
 
+def reuse_skill(skill_library, name: str, check, iteration: int) -> E.CodeAction | None:
+    """The plan said "reuse": the skill library's best version of `name`, through `check` (the fast agent's
+    sandbox check and dry run, as for new code); None if it fails them or no library is in use (then the
+    fast agent writes the sub-action after all)."""
+    if skill_library is None:
+        return None
+    action, why = skill_library.reuse(name, check)
+    tqdm.write(f"[iter {iteration}] {name!r}: " + (f"reused {why} from the skill library, no LLM call" if action
+                                                   else f"not reused ({why}): the fast agent writes it"))
+    return action
+
+
 def _empty_row() -> dict:
     """One code action's counts in CodeStats: calls, calls that returned True, env steps, error texts."""
     return {"chosen": 0, "ok": 0, "steps": 0, "errors": Counter()}
@@ -87,7 +101,7 @@ class CodeStats:
     def totals(self) -> tuple[int, dict]:
         """Every rank's counts summed, as a copy (this rank's own stay as they are): what a checkpoint keeps."""
         decisions, rows = 0, {}
-        for d, rs in P.all_gather([(self.decisions, self.rows)]):
+        for d, rs in D.all_gather([(self.decisions, self.rows)]):
             decisions += d
             for name, r in rs.items():
                 row = rows.setdefault(name, _empty_row())
@@ -162,7 +176,7 @@ def run_program(run: dict, ppo: P.PPO, action: int, steps: int, on_step, progres
     while ppo.global_step - start < steps:
         actions = np.full(envs.num_envs, action)
         _, _, _, _, infos = envs.step(actions)
-        n = P.sum_over_ranks(int(P.step_info(infos, "prim_steps", 1, len(actions)).sum()))
+        n = D.sum_over_ranks(int(P.step_info(infos, "prim_steps", 1, len(actions)).sum()))
         ppo.global_step += n
         vector_steps += 1
         on_step(actions, infos)
@@ -171,7 +185,7 @@ def run_program(run: dict, ppo: P.PPO, action: int, steps: int, on_step, progres
         if "episode" in final:
             episodes += [bool(final["episode"]["success"][i]) for i in np.flatnonzero(final["_episode"])]
         if vector_steps % log_every == 0 or ppo.global_step - start >= steps:
-            episodes[logged:] = P.all_gather(episodes[logged:])
+            episodes[logged:] = D.all_gather(episodes[logged:])
             if len(episodes) > logged:
                 on_log({"charts/success_rate": float(np.mean(episodes[logged:])),
                         "charts/success_episodes": len(episodes) - logged}, ppo.global_step)

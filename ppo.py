@@ -20,17 +20,12 @@ PPO never seeds an env: the env's own seeding decides its worlds (env.make_vec_e
 loop waits for the GPU once per vector step, for the sampled actions env.step needs; rewards, step
 counts and done flags stay in NumPy and go to the device once per rollout.
 
-Under torchrun (torch.distributed initialised by the caller) each rank steps its own envs and PPO
-stays one run: `global_step` and the episode stats are summed over ranks after every vector step /
-rollout, so every rank cuts the last rollout at the same step and runs the same number of minibatches;
-gradients are averaged over ranks every minibatch (one flat all-reduce) and the weights are broadcast
-from rank 0 at every train() call, so all ranks hold identical weights throughout. Advantages
-are normalised per rank-local minibatch. Without torch.distributed nothing here changes.
+Under torchrun PPO stays one run: steps and episode stats are summed over the ranks, gradients averaged,
+weights broadcast from rank 0 (distributed.py says how); without torch.distributed nothing here changes.
 """
 
 from __future__ import annotations
 
-import os
 import random
 import time
 from collections.abc import Callable
@@ -39,9 +34,10 @@ from dataclasses import asdict, dataclass
 import gymnasium as gym
 import numpy as np
 import torch
-import torch.distributed as dist
 import torch.nn as nn
 from torch.distributions import Categorical
+
+import distributed as D
 
 MASKED_LOGIT = -1e8  # finite, so softmax/entropy stay NaN-free; exp() underflows to exactly 0
 
@@ -233,44 +229,6 @@ def compute_gae(rewards: torch.Tensor, values: torch.Tensor, next_values: torch.
     return advantages, advantages + values
 
 
-def distributed() -> bool:
-    """True inside a torchrun process group; False for a plain `python train.py`."""
-    return dist.is_available() and dist.is_initialized()
-
-
-def all_gather(items: list) -> list:
-    """Every rank's list, concatenated in rank order (one list per rank on one process)."""
-    if not distributed():
-        return list(items)
-    parts = [None] * dist.get_world_size()
-    dist.all_gather_object(parts, items)
-    return [x for part in parts for x in part]
-
-
-_CPU_GROUP: list = []  # under nccl: a gloo group for the per-step CPU count (made once, by every rank)
-
-
-def sum_over_ranks(n: int) -> int:
-    """n summed over the ranks, on the CPU (gloo) even when the ranks train on GPUs: the step count is
-    summed after every vector step, and a GPU all-reduce would make the env loop wait for the GPU."""
-    if not distributed():
-        return n
-    if not _CPU_GROUP:
-        _CPU_GROUP.append(None if dist.get_backend() == "gloo" else dist.new_group(backend="gloo"))
-    t = torch.tensor([n])
-    dist.all_reduce(t, group=_CPU_GROUP[0])
-    return int(t)
-
-
-def broadcast(obj):
-    """Rank 0's `obj` on every rank (any picklable object); `obj` itself on one process."""
-    if not distributed():
-        return obj
-    box = [obj]
-    dist.broadcast_object_list(box, src=0)
-    return box[0]
-
-
 def step_info(infos: dict, key: str, default, n: int) -> np.ndarray:
     """One value of `key` per env for this vector step, whether its episode went on (`infos`, with a
     `_key` mask) or just ended (same-step autoreset moves that step's info to infos["final_info"])."""
@@ -346,9 +304,7 @@ class PPO:
         self._sync_optimizer()
         if envs is not self.envs:  # a new env: its first episodes; its own seeds decide the worlds
             self.envs, self.next_obs = envs, self._to_tensor(envs.reset()[0])
-        if distributed():  # after extend() or a resume: every rank continues from rank 0's weights
-            for t in agent.state_dict().values():
-                dist.broadcast(t, src=0)
+        D.broadcast_weights(agent)  # after extend() or a resume: every rank continues from rank 0's weights
         mask = None
         if action_mask is not None:
             mask = torch.as_tensor(np.broadcast_to(action_mask, (n_env, n_act)).copy(), device=dev)
@@ -397,7 +353,7 @@ class PPO:
                     for i in np.flatnonzero(final["_episode"]):
                         ok = float(ep["success"][i]) if "success" in ep else float("nan")
                         episodes.append((float(ep["r"][i]), int(ep["l"][i]), ok))
-                n_new = sum_over_ranks(int(k_steps[t].sum()))  # the budget is global: one count on all ranks
+                n_new = D.sum_over_ranks(int(k_steps[t].sum()))  # the budget is global: one count on all ranks
                 self.global_step += n_new
                 if on_step is not None:
                     on_step(act_np, infos)
@@ -420,8 +376,7 @@ class PPO:
                                                   done, host(k_steps), cfg.gamma, cfg.gae_lambda)
             obs_used = {k: cut(v) for k, v in obs_buf.items()} if isinstance(obs_buf, dict) else cut(obs_buf)
             metrics = self._update(obs_used, cut(actions).long(), cut(logprobs), cut(values), advantages, returns, mask)
-            if distributed():
-                episodes[n_before:] = all_gather(episodes[n_before:])
+            episodes[n_before:] = D.all_gather(episodes[n_before:])
             if on_log is not None:
                 new = episodes[n_before:]
                 if new:
@@ -488,14 +443,10 @@ class PPO:
                 loss = pg_loss - cfg.ent_coef * entropy_loss + cfg.vf_coef * v_loss
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
-                if distributed():
-                    self._average_gradients()
+                D.average_gradients(agent.parameters())
                 nn.utils.clip_grad_norm_(agent.parameters(), cfg.max_grad_norm)
                 self.optimizer.step()
-            if cfg.target_kl is not None and distributed():  # all ranks must stop after the same epoch
-                dist.all_reduce(approx_kl)
-                approx_kl /= dist.get_world_size()
-            if cfg.target_kl is not None and approx_kl > cfg.target_kl:
+            if cfg.target_kl is not None and D.mean_over_ranks(approx_kl) > cfg.target_kl:
                 break
         y_pred, y_true = b_values.cpu().numpy(), b_returns.cpu().numpy()
         var_y = np.var(y_true)
@@ -506,27 +457,12 @@ class PPO:
                 "losses/clipfrac": torch.stack(clipfracs).mean().item(),
                 "losses/explained_variance": explained_var}
 
-    def _average_gradients(self) -> None:
-        """One all-reduce of all gradients flattened (cheaper than one per tensor), so every rank takes
-        the same Adam step and the weights stay bit-identical. Parameters without a gradient are left
-        out, not zero-filled: Adam skips a parameter whose grad is None, while a zero gradient would
-        still decay its moments and move it. Every rank runs the same graph, so all leave out the same."""
-        params = [p for p in self.agent.parameters() if p.grad is not None]
-        grads = [p.grad for p in params]
-        flat = torch.cat([g.reshape(-1) for g in grads])
-        dist.all_reduce(flat)
-        flat /= dist.get_world_size()
-        for p, g in zip(params, flat.split([g.numel() for g in grads]), strict=True):
-            p.grad = g.view_as(p)
-
     # ---- checkpoints ---------------------------------------------------------------------
     def state_dict(self) -> dict:
+        """Everything PPO itself needs to go on exactly; the process's RNG states are the checkpoint's
+        (run_dir.save_checkpoint), since they are not PPO's alone."""
         return {"agent": self.agent.state_dict(), "optimizer": self.optimizer.state_dict(),
-                "n_actions": self.agent.n_actions, "global_step": self.global_step,
-                "cfg": asdict(self.cfg), "rng": {
-                    "torch": torch.get_rng_state(), "numpy": np.random.get_state(),
-                    "random": random.getstate(),
-                    "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}}
+                "n_actions": self.agent.n_actions, "global_step": self.global_step, "cfg": asdict(self.cfg)}
 
     def load_state_dict(self, d: dict) -> None:
         """Restore exactly; an agent with fewer actions than the checkpoint is extended first."""
@@ -538,11 +474,6 @@ class PPO:
         self.optimizer.load_state_dict(d["optimizer"])
         self.global_step = d["global_step"]
         self.envs, self.next_obs = None, None  # the next train() resets whatever env it gets
-        torch.set_rng_state(d["rng"]["torch"])
-        np.random.set_state(d["rng"]["numpy"])
-        random.setstate(d["rng"]["random"])
-        if d["rng"]["cuda"] is not None and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(d["rng"]["cuda"])
 
 
 PRECISIONS = ("auto", "fp32", "bf16")
@@ -564,17 +495,3 @@ def seed_everything(seed: int, deterministic: bool = True) -> None:
     np.random.seed(seed)
     torch.manual_seed(seed)
     torch.backends.cudnn.deterministic = deterministic
-
-
-def save_checkpoint(path: str, ppo: PPO, code_actions: list[dict], extra: dict | None = None) -> None:
-    """Atomic write: a crash mid-save never leaves a half-written checkpoint behind."""
-    tmp = f"{path}.tmp"
-    torch.save({"ppo": ppo.state_dict(), "code_actions": code_actions, "extra": extra or {}}, tmp)
-    os.replace(tmp, path)
-
-
-def load_checkpoint(path: str, ppo: PPO) -> tuple[list[dict], dict]:
-    """Restores `ppo` in place and returns (code_actions, extra)."""
-    d = torch.load(path, map_location="cpu", weights_only=False)  # RNG states must stay on CPU
-    ppo.load_state_dict(d["ppo"])
-    return d["code_actions"], d["extra"]

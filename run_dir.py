@@ -3,8 +3,12 @@
 Every file a run writes besides the per-iteration plans and code lives here, with the rules that keep
 them consistent over a crash and a resume: the append-only logs are cut back to the checkpoint's sizes,
 the episodes going on at a checkpoint are written to unfinished.jsonl, and under torchrun rank 0 alone
-writes while every rank gathers at the same points. Also here: joining torchrun's process group and
-choosing the LLM backend, the two things main() sets up before the first file is written.
+writes while every rank gathers at the same points. Also here: choosing the LLM backend (the one thing
+main() sets up before the first file is written), what an iteration counts and logs as it trains
+(IterationTally), and what it writes after evaluation.
+
+train.py's loop holds the run's state in one plain dict, `run` (open_run makes it): the directory, the
+rank, the log sinks, the LLM client, the envs, the slow agent and the skill library.
 """
 
 from __future__ import annotations
@@ -12,33 +16,68 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
+import shutil
 import sys
+import time
 from dataclasses import asdict
-from datetime import timedelta
 from pathlib import Path
 
+import numpy as np
 import torch
-import torch.distributed as dist
 from tqdm import tqdm
 
+import distributed as D
+import env as E
 import ppo as P
-from code_actions import Library, is_crafter
-from llm import LLMClient, ReplayClient, configured_endpoint, start_local_server
+import report
+import skill_library as SL
+from code_actions import CodeStats, Library, is_crafter
+from fast_agent import save_attempts
+from llm import LLMClient, LLMError, ReplayClient, configured_endpoint, start_local_server
 
 APPEND_LOGS = ("metrics.jsonl", "stats.jsonl", "unfinished.jsonl", "eval.jsonl")  # rewound on --resume
 
 
-def init_distributed(device: str) -> tuple[int, int, str]:
-    """(rank, world size, device). torchrun sets RANK/WORLD_SIZE/LOCAL_RANK: join its group, gloo on
-    CPU, nccl on GPUs (one GPU per rank). A plain `python train.py` never touches torch.distributed."""
-    if "WORLD_SIZE" not in os.environ:
-        return 0, 1, device
-    if device == "cuda":
-        device = f"cuda:{os.environ['LOCAL_RANK']}"
-        torch.cuda.set_device(device)
-    # long timeout: the other ranks wait at a broadcast while rank 0 plans, codes and critiques
-    dist.init_process_group("nccl" if device.startswith("cuda") else "gloo", timeout=timedelta(hours=2))
-    return dist.get_rank(), dist.get_world_size(), device
+def open_run(args, cfg: P.PPOConfig, parser, rank: int, world: int, device: str) -> dict | None:
+    """Rank 0 creates the run directory (or reopens --resume's), picks the LLM backend and writes config.json;
+    every rank gets the directory's name. Returns the `run` dict, or None when the LLM backend cannot be used
+    (the error is printed, and a directory made for this run is removed: nothing ran)."""
+    run_dir, created = Path(args.resume) if args.resume else None, False
+    if run_dir is None and rank == 0:
+        name = args.run_name or f"{args.task.replace(':', '-')}__{args.mode}__{args.seed}__{int(time.time())}"
+        run_dir = Path(args.runs_dir) / name
+        if (run_dir / "config.json").exists():
+            parser.error(f"{run_dir} already holds a run: --resume it, or pick another --run-name")
+        created = not run_dir.exists()
+        run_dir.mkdir(parents=True, exist_ok=True)
+    run_dir = D.broadcast(run_dir)  # under torchrun: rank 0's name (the unix time may differ per rank)
+    llm, server, backend = None, None, None
+    if rank == 0:
+        try:
+            llm, server, backend = make_llm(args, run_dir)
+        except LLMError as e:
+            print(f"error: {e}", file=sys.stderr)
+            if created:  # nothing ran: leave no empty run directory behind
+                shutil.rmtree(run_dir, ignore_errors=True)
+            return None
+        print(f"run directory: {run_dir}\nmode: {args.mode}; agents' backend: {backend}; device: {device}"
+              + (f" (x{world} ranks under torchrun)" if world > 1 else ""))
+        # on --resume too: the settings it changed hold for the next resume
+        (run_dir / "config.json").write_text(json.dumps(
+            {"args": asdict(args), "ppo": asdict(cfg), "backend": backend, "device": device,
+             "bf16_update": P.use_bf16(cfg.precision, torch.device(device))}, indent=2))
+
+    from torch.utils.tensorboard import SummaryWriter
+
+    run = {"dir": run_dir, "writer": SummaryWriter(str(run_dir)) if rank == 0 else None, "wandb": None,
+           "iteration": 0, "llm": llm, "server": server, "rank": rank, "world": world, "args": args,
+           "skills": None, "llm_calls_before": 0}
+    if args.track and rank == 0:
+        import wandb
+
+        run["wandb"] = wandb.init(project="rlgpt", name=run_dir.name, config=asdict(args), dir=str(run_dir))
+    return run
 
 
 def make_llm(args, run_dir: Path):
@@ -67,13 +106,55 @@ def make_llm(args, run_dir: Path):
     return client, server, f"{kind}: {client.url} model {client.model or '(server default)'}"
 
 
+def make_train_envs(args, run: dict, cfg: P.PPOConfig, library: Library, episode_numbers: list[int] = ()):
+    """The run's one set of training envs, built once, grown in place, never reset by the trainer: this
+    rank's share of --num-envs. Crafter tasks append every finished episode to stats.jsonl. On --resume
+    (`episode_numbers` from the checkpoint) each env goes on with its next world, not its first one again."""
+    options = {} if not is_crafter(args) else {"stats_path": run["dir"] / "stats.jsonl",
+                                                             "crafter_impl": args.crafter_impl}
+    envs = E.make_vec_env(args.task, args.num_envs // run["world"], code_actions=library.actions, seed=args.seed,
+                          rank=run["rank"], max_macro_steps=args.max_macro_steps, gamma=cfg.gamma, **options)
+    if episode_numbers:
+        n, rank = envs.num_envs, run["rank"]
+        envs.set_attr("episode_number", episode_numbers[rank * n:(rank + 1) * n])
+    return envs
+
+
+def open_skill_library(args, api_name: str, doc: str) -> SL.SkillLibrary | None:
+    """The skill library shared between runs (--skills; None for "none"), seeded with the reference skills."""
+    skills_dir = SL.library_path(args.skills, args.runs_dir)
+    if skills_dir is None:
+        return None
+    library = SL.SkillLibrary(skills_dir, SL.backend_of(args.task), api_name, doc)
+    library.seed()
+    print(f"skill library: {skills_dir} ({len(library.best())} skills for {library.backend}; "
+          "`python skill_library.py list` shows them)")
+    return library
+
+
+def close(run: dict) -> None:
+    """The envs, the log writer and a local LLM server: closed however the run ended."""
+    run["envs"].close()
+    if run["writer"] is not None:
+        run["writer"].close()
+    if run["server"] is not None:
+        run["server"].stop()
+
+
 def running_episodes(args, envs) -> tuple[list[dict], list[int]]:
     """The episodes in progress as Crafter rows (steps taken so far) and each env's episode number,
     gathered over the ranks (every rank must call this at the same point)."""
     if not is_crafter(args):
         return [], []
     rows = [r for r in envs.call("stats_row") if r["length"] > 0]
-    return P.all_gather(rows), P.all_gather(list(envs.get_attr("episode_number")))
+    return D.all_gather(rows), D.all_gather(list(envs.get_attr("episode_number")))
+
+
+def write_unfinished(run: dict) -> None:
+    """At the end of the run: the episodes still going when the budget ran out go to unfinished.jsonl."""
+    running, _ = running_episodes(run["args"], run["envs"])
+    if run["rank"] == 0:
+        write_rows(run["dir"] / "unfinished.jsonl", running)
 
 
 def write_rows(path: Path, rows: list[dict]) -> None:
@@ -106,7 +187,46 @@ def save(run: dict, ppo: P.PPO, library: Library, state: dict) -> None:
     logs = {name: (run["dir"] / name).stat().st_size for name in APPEND_LOGS if (run["dir"] / name).is_file()}
     state = dict(state, library_active=library.active, log_sizes=logs, running=running,
                  episode_numbers=episode_numbers, llm_calls=llm_calls(run))
-    P.save_checkpoint(str(run["dir"] / "checkpoint.pt"), ppo, [asdict(a) for a in library.actions], state)
+    save_checkpoint(str(run["dir"] / "checkpoint.pt"), ppo, [asdict(a) for a in library.actions], state)
+
+
+def save_checkpoint(path: str, ppo: P.PPO, code_actions: list[dict], extra: dict | None = None) -> None:
+    """Atomic write: a crash mid-save never leaves a half-written checkpoint behind. The process's RNG
+    states go with PPO's state (under "ppo", where checkpoints have always held them), so a resumed run
+    samples the same actions and minibatches as one that never stopped."""
+    rng = {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "random": random.getstate(),
+           "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
+    tmp = f"{path}.tmp"
+    torch.save({"ppo": dict(ppo.state_dict(), rng=rng), "code_actions": code_actions, "extra": extra or {}}, tmp)
+    os.replace(tmp, path)
+
+
+def load_checkpoint(path: str, ppo: P.PPO) -> tuple[list[dict], dict]:
+    """Restores `ppo` and the process's RNG states in place and returns (code_actions, extra)."""
+    d = torch.load(path, map_location="cpu", weights_only=False)  # RNG states must stay on CPU
+    ppo.load_state_dict(d["ppo"])
+    rng = d["ppo"]["rng"]
+    torch.set_rng_state(rng["torch"])
+    np.random.set_state(rng["numpy"])
+    random.setstate(rng["random"])
+    if rng["cuda"] is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(rng["cuda"])
+    return d["code_actions"], d["extra"]
+
+
+def resume(run: dict, ppo: P.PPO) -> tuple[Library, dict, list[int]]:
+    """--resume: `ppo` restored in place from checkpoint.pt; returns the code library, the loop's state and
+    each env's episode number at the checkpoint. Rank 0 cuts the logs back to the checkpoint (rewind_logs)."""
+    ckpt = run["dir"] / "checkpoint.pt"
+    actions, state = load_checkpoint(str(ckpt), ppo)
+    library = Library([E.CodeAction(**a) for a in actions], state.pop("library_active"))
+    running, episode_numbers = state.pop("running", []), state.pop("episode_numbers", [])
+    run["llm_calls_before"] = state.pop("llm_calls", 0)
+    if run["rank"] == 0:
+        rewind_logs(run["dir"], state.get("log_sizes", {}), running)
+        print(f"resumed from {ckpt}: iteration {state['iteration'] + 1}, {ppo.global_step} env steps done"
+              f" ({len(running)} episodes going on at the checkpoint went to unfinished.jsonl)")
+    return library, state, episode_numbers
 
 
 def rewind_logs(run_dir: Path, sizes: dict[str, int], running: list[dict]) -> None:
@@ -127,9 +247,99 @@ def check_ranks_agree(run_dir: Path, ppo: P.PPO, library: Library, rank: int) ->
     weights = b"".join(t.cpu().numpy().tobytes() for t in ppo.agent.state_dict().values())
     mine = {"rank": rank, "global_step": ppo.global_step, "weights_sha256": hashlib.sha256(weights).hexdigest(),
             "code_actions": [[a.name, hashlib.sha256(a.source.encode()).hexdigest()[:16]] for a in library.actions]}
-    ranks = P.all_gather([mine])
+    ranks = D.all_gather([mine])
     if rank == 0:
         (run_dir / "ranks.json").write_text(json.dumps(ranks, indent=2))
         if any(dict(r, rank=0) != dict(mine, rank=0) for r in ranks):
             print(f"warning: the ranks disagree (see {run_dir / 'ranks.json'})", file=sys.stderr)
 
+
+# ----------------------------------------------------------------------------------------------
+# What an iteration counts while it trains, and what it writes after evaluation.
+
+
+class IterationTally:
+    """What one iteration has counted: the training episodes that finished in it (and how many succeeded),
+    the success trend, the code actions' statistics (CodeStats); its progress bar and metric logging. A
+    checkpoint inside the iteration keeps the counts (checkpoint()), so a resume goes on counting from there."""
+
+    def __init__(self, run: dict, library: Library, progress: dict | None, total: int, initial: int, desc: str):
+        self.run, self.stats, self.trend, self.last = run, CodeStats(library), [], None
+        self.counted = {"episodes": 0, "successes": 0}
+        if progress is not None and run["rank"] == 0:  # rank 0 holds every rank's counts up to the checkpoint
+            self.stats.decisions, self.stats.rows = progress["decisions"], progress["rows"]
+            self.trend, self.counted = progress["trend"], progress["counted"]
+        self.bar = tqdm(total=total, initial=initial, unit="step", desc=desc, dynamic_ncols=True,
+                        mininterval=0.5 if sys.stderr.isatty() else 30,  # a log file gets a line every 30 s
+                        disable=run["rank"] > 0)
+
+    def on_log(self, metrics: dict, step: int) -> None:
+        log_metrics(self.run, metrics, step)
+        if "charts/success_rate" in metrics:  # the episodes that finished in this update, and how many
+            n = metrics["charts/success_episodes"]
+            self.counted["episodes"] += n
+            self.counted["successes"] += round(metrics["charts/success_rate"] * n)
+            self.trend.append(round(metrics["charts/success_rate"], 3))
+            self.last = f"{self.trend[-1]:.2f} (n={n})"
+        self.bar.set_postfix(SPS=metrics.get("charts/SPS"), success=self.last, llm=llm_calls(self.run))
+
+    def checkpoint(self) -> dict:
+        """The counts so far, summed over the ranks: every rank calls this (a collective), rank 0 saves it."""
+        decisions, rows = self.stats.totals()
+        return {"decisions": decisions, "rows": rows, "trend": list(self.trend), "counted": dict(self.counted)}
+
+    def train_success(self) -> tuple[float | None, int]:
+        """(success rate, episodes) of the training episodes that finished in this iteration."""
+        n = self.counted["episodes"]
+        return (round(self.counted["successes"] / n, 3) if n else None), n
+
+
+def record_skills(run: dict, library: Library, stats: CodeStats, task: str, iteration: int) -> None:
+    """The iteration's code-action statistics into the shared skill library (if the run uses one), after
+    every iteration so a crash loses at most this one's numbers; a library that cannot be written is a warning."""
+    if run["skills"] is None:
+        return
+    try:
+        run["skills"].record_iteration(library.actions, stats.rows, task=task, run=str(run["dir"].resolve()),
+                                       iteration=iteration)
+    except OSError as e:
+        tqdm.write(f"[iter {iteration}] warning: the skill library could not be written ({e}); the run goes on")
+
+
+def record_attempts(attempts: list, it_dir: Path, name: str, iteration: int) -> None:
+    """The fast agent's attempts at one sub-action: each in iter_<k>/attempts/, one line per failed one."""
+    save_attempts(attempts, it_dir / "attempts", name)
+    for n, a in enumerate(attempts, 1):
+        if a.error:
+            tqdm.write(f"[iter {iteration}] {name} attempt {n} failed: {a.error.splitlines()[0][:160]}")
+
+
+def record_iteration(run: dict, state: dict, critic_stats: dict, ev: dict, stats: CodeStats, library: Library,
+                     rl_config: dict, n_actions: int, t0: float) -> None:
+    """Rank 0, after an iteration's evaluation (`ev`): eval.jsonl, the eval and code-action metrics, the eval
+    GIF, stats.json (what the critic reads), the iteration's row of the run's history (summary.md and the
+    ablation tables are made from it; wall_s counts from `t0`), and one line for the user."""
+    k, step = critic_stats["iteration"], critic_stats["env_steps"]
+    write_rows(run["dir"] / "eval.jsonl", ev["rows"])
+    log_metrics(run, {"eval/success_rate": ev["success_rate"], "eval/episodic_length": ev["mean_length"],
+                      "eval/episodic_return": ev["mean_return"]}, step)
+    for name, row in stats.summary().items():
+        log_metrics(run, {f"code/{name}/share": row["share"], f"code/{name}/success_rate": row["success_rate"]},
+                    step)
+    it_dir = run["dir"] / f"iter_{k}"
+    it_dir.mkdir(exist_ok=True)
+    if run["args"].capture_video and ev["frames"]:
+        report.write_gif(it_dir / "eval.gif", ev["frames"])
+    (it_dir / "stats.json").write_text(json.dumps(critic_stats, indent=2))
+    train_success, n_train = critic_stats["success_rate"], critic_stats["success_episodes"]
+    state["history"].append({"iteration": k, "env_steps": step,
+                             "train_success": train_success, "train_episodes": n_train,
+                             "eval_success": ev["success_rate"],
+                             "eval_length": ev["mean_length"], "eval_env_steps": ev["env_steps"],
+                             "code_actions": list(library.active.values()), "rl_config": rl_config,
+                             "llm_calls": llm_calls(run), "reused": state.get("reused", []),
+                             "n_actions": n_actions,
+                             "wall_s": round(time.time() - t0, 1)})
+    shown = "-" if train_success is None else f"{train_success:.2f}"
+    tqdm.write(f"[iter {k}] env steps {step}: train success {shown} (n={n_train}), "
+               f"eval success {ev['success_rate']:.2f} (n={critic_stats['eval_episodes']})")

@@ -27,7 +27,7 @@ Checkpoints are written at rollout boundaries, so they do not change what is lea
 rate anneals linearly over the whole run's --total-steps: iterations do not restart it.
 
 Under torchrun (RANK/WORLD_SIZE set) every rank steps --num-envs / WORLD_SIZE envs and trains the same
-agent (ppo.py averages the gradients and sums the steps); rank 0 alone talks to the LLM and broadcasts
+agent (ppo.py averages gradients, sums steps: distributed.py); rank 0 alone talks to the LLM and broadcasts
 the plan and code actions, gathers the statistics the critic reads, evaluates, logs and checkpoints.
 """
 
@@ -35,37 +35,25 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import torch
-import torch.distributed as dist
 from tqdm import tqdm
 
 import cli
+import distributed as D
 import env as E
 import ppo as P
 import report
-import skill_library as SL
+import run_dir as RD
 import skills
-from code_actions import CodeStats, Library, evaluate, is_crafter, run_program, whole_task_subaction
-from core import Plan, SubAction, api_doc
-from fast_agent import FastAgent, save_attempts
+from code_actions import Library, evaluate, is_crafter, reuse_skill, run_program, whole_task_subaction
+from core import Plan, api_doc
+from fast_agent import FastAgent
 from llm import LLMError
-from run_dir import (
-    check_ranks_agree,
-    init_distributed,
-    llm_calls,
-    log_metrics,
-    make_llm,
-    rewind_logs,
-    running_episodes,
-    save,
-    write_rows,
-)
+from run_dir import IterationTally, save  # save by name: tests patch train.save to stop a run mid-iteration
 from slow_agent import AgentError, Feedback, SlowAgent
 
 
@@ -132,18 +120,6 @@ def parse_args(argv: list[str] | None = None) -> tuple[Args, P.PPOConfig, argpar
 
 
 # ----------------------------------------------------------------------------------------------
-# The run's one set of training envs: built once, grown in place, never reset by the trainer.
-
-
-def make_train_envs(args: Args, run: dict, cfg: P.PPOConfig, library: Library):
-    """This rank's share of --num-envs. Crafter tasks append every finished episode to stats.jsonl."""
-    options = {} if not is_crafter(args) else {"stats_path": run["dir"] / "stats.jsonl",
-                                                             "crafter_impl": args.crafter_impl}
-    return E.make_vec_env(args.task, args.num_envs // run["world"], code_actions=library.actions, seed=args.seed,
-                          rank=run["rank"], max_macro_steps=args.max_macro_steps, gamma=cfg.gamma, **options)
-
-
-# ----------------------------------------------------------------------------------------------
 # The run.
 
 
@@ -186,17 +162,14 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
         action = None
         if args.mode == "code" and run["llm"] is None:
             action = skills.whole_task_program(args.task, args.max_macro_steps)
-        elif sub.reuse and not fix and (action := reuse_skill(run, fast, sub, k)):
+        elif sub.reuse and not fix and (action := reuse_skill(run["skills"], sub.name, fast.check_and_dry_run, k + 1)):
             state["reused"] = state.get("reused", []) + [sub.name]
         else:
             if run["llm"] is not None:
                 tqdm.write(f"[iter {k + 1}] asking the fast agent to write {sub.name!r} ...")
             examples = run["skills"].related(f"{args.task} {sub.name} {sub.spec}") if run["skills"] else None
             action = fast.write(sub, doc, feedback=fix, examples=examples)
-            save_attempts(fast.last_attempts, it_dir / "attempts", sub.name)
-            for n, a in enumerate(fast.last_attempts, 1):
-                if a.error:
-                    tqdm.write(f"[iter {k + 1}] {sub.name} attempt {n} failed: {a.error.splitlines()[0][:160]}")
+            RD.record_attempts(fast.last_attempts, it_dir, sub.name, k + 1)
         if action is None:
             saved = f" (attempts in {it_dir / 'attempts'})" if (it_dir / "attempts").is_dir() else ""
             tqdm.write(f"[iter {k + 1}] no working code for {sub.name!r}: it is left to RL{saved}")
@@ -208,17 +181,6 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
         library.active.pop(name)  # the plan moved it to RL: masked from now on
     tqdm.write(f"[iter {k + 1}] plan: {len(plan.subactions)} sub-actions; code actions in use: "
                f"{', '.join(library.active.values()) or 'none'}")
-
-
-def reuse_skill(run: dict, fast: FastAgent, sub: SubAction, k: int) -> E.CodeAction | None:
-    """The plan said "reuse": the library's best version, through the same sandbox check and dry run
-    as new code; if it fails them (or no library is in use), the fast agent writes the sub-action after all."""
-    if run["skills"] is None:
-        return None
-    action, why = run["skills"].reuse(sub.name, fast.check_and_dry_run)
-    tqdm.write(f"[iter {k + 1}] {sub.name!r}: " + (f"reused {why} from the skill library, no LLM call" if action
-                                                  else f"not reused ({why}): the fast agent writes it"))
-    return action
 
 
 def plan_rl_config(args: Args, state: dict) -> dict:
@@ -243,84 +205,38 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
         next(a for a in library.actions if a.name == library.active["solve_task"])) \
         if args.mode == "code" and "solve_task" in library.active else None
     start, target = args.total_steps * k // args.iterations, args.total_steps * (k + 1) // args.iterations
-    bar = tqdm(total=target - start, initial=min(target, ppo.global_step) - start, unit="step",
-               desc=f"iter {k + 1}/{args.iterations}", dynamic_ncols=True,
-               mininterval=0.5 if sys.stderr.isatty() else 30,  # a log file gets a line every 30 s
-               disable=run["rank"] > 0)
-    # what this iteration has counted: training episodes (finished, succeeded), the success trend, the code
-    # actions' statistics; a checkpoint inside the iteration keeps it, so a resume goes on counting from there
-    stats, trend, last, counted = CodeStats(library), [], [None], {"episodes": 0, "successes": 0}
-    progress = state.pop("progress", None)
-    if progress is not None and run["rank"] == 0:  # rank 0 holds every rank's counts up to the checkpoint
-        stats.decisions, stats.rows = progress["decisions"], progress["rows"]
-        trend[:], counted = progress["trend"], progress["counted"]
-
-    def on_log(metrics: dict, step: int) -> None:
-        log_metrics(run, metrics, step)
-        if "charts/success_rate" in metrics:  # the episodes that finished in this update, and how many
-            n = metrics["charts/success_episodes"]
-            counted["episodes"] += n
-            counted["successes"] += round(metrics["charts/success_rate"] * n)
-            trend.append(round(metrics["charts/success_rate"], 3))
-            last[0] = f"{trend[-1]:.2f} (n={n})"
-        bar.set_postfix(SPS=metrics.get("charts/SPS"), success=last[0], llm=llm_calls(run))
+    tally = IterationTally(run, library, state.pop("progress", None), total=target - start,
+                           initial=min(target, ppo.global_step) - start, desc=f"iter {k + 1}/{args.iterations}")
+    stats = tally.stats
 
     def on_update(step: int) -> None:  # at a rollout boundary: checkpoint once past each multiple
         # not at the iteration's last update: main() saves after evaluation and the critic
         if step < target and step // args.checkpoint_every > run["checkpoint_mark"]:
             run["checkpoint_mark"] = step // args.checkpoint_every
-            decisions, rows = stats.totals()  # every rank calls this (a collective), rank 0 saves it
-            state["progress"] = {"decisions": decisions, "rows": rows, "trend": list(trend), "counted": dict(counted)}
+            state["progress"] = tally.checkpoint()
             save(run, ppo, library, state)
             del state["progress"]
 
     if ppo.global_step >= target or (args.mode == "code" and program is None):
         pass  # done already, or no program was accepted: nothing runs, no step counts
     elif args.mode == "code":
-        run_program(run, ppo, program, target - ppo.global_step, stats, bar.update, on_log, on_update)
+        run_program(run, ppo, program, target - ppo.global_step, stats, tally.bar.update, tally.on_log, on_update)
     else:
-        ppo.train(envs, target - ppo.global_step, action_mask=mask, on_log=on_log, on_step=stats,
-                  progress=bar.update, on_update=on_update)
-    bar.close()
+        ppo.train(envs, target - ppo.global_step, action_mask=mask, on_log=tally.on_log, on_step=stats,
+                  progress=tally.bar.update, on_update=on_update)
+    tally.bar.close()
     stats.gather()
     if run["rank"]:  # evaluation, the critic and the run directory are rank 0's
         return
-    if run["skills"] is not None:  # after every iteration, so a crash loses at most this one's numbers
-        try:
-            run["skills"].record_iteration(library.actions, stats.rows, task=args.task,
-                                           run=str(run["dir"].resolve()), iteration=k + 1)
-        except OSError as e:
-            tqdm.write(f"[iter {k + 1}] warning: the skill library could not be written ({e}); the run goes on")
+    RD.record_skills(run, library, stats, args.task, k + 1)
 
     ev = evaluate(ppo.agent, args, library, mask, k, ppo.cfg.gamma, fixed_action=program)
-    write_rows(run["dir"] / "eval.jsonl", ev["rows"])
-    log_metrics(run, {"eval/success_rate": ev["success_rate"], "eval/episodic_length": ev["mean_length"],
-                      "eval/episodic_return": ev["mean_return"]}, ppo.global_step)
-    for name, row in stats.summary().items():
-        log_metrics(run, {f"code/{name}/share": row["share"], f"code/{name}/success_rate": row["success_rate"]},
-                    ppo.global_step)
-    it_dir = run["dir"] / f"iter_{k + 1}"
-    it_dir.mkdir(exist_ok=True)
-    if args.capture_video and ev["frames"]:
-        report.write_gif(it_dir / "eval.gif", ev["frames"])
-    n_train = counted["episodes"]  # training success: the episodes that finished in this iteration
-    train_success = round(counted["successes"] / n_train, 3) if n_train else None
+    train_success, n_train = tally.train_success()
     critic_stats = {"task": args.task, "mode": args.mode, "iteration": k + 1, "env_steps": ppo.global_step,
-                    "success_rate": train_success, "success_episodes": n_train, "success_trend": trend[-10:],
+                    "success_rate": train_success, "success_episodes": n_train, "success_trend": tally.trend[-10:],
                     "eval_success_rate": ev["success_rate"], "eval_episodes": args.eval_episodes,
                     "mean_episode_length": ev["mean_length"], "code_actions": stats.summary()}
-    (it_dir / "stats.json").write_text(json.dumps(critic_stats, indent=2))
-    state["history"].append({"iteration": k + 1, "env_steps": ppo.global_step,
-                             "train_success": train_success, "train_episodes": n_train,
-                             "eval_success": ev["success_rate"],
-                             "eval_length": ev["mean_length"], "eval_env_steps": ev["env_steps"],
-                             "code_actions": list(library.active.values()), "rl_config": rl_config,
-                             "llm_calls": llm_calls(run), "reused": state.get("reused", []),
-                             "n_actions": ppo.agent.n_actions,
-                             "wall_s": round(time.time() - t0, 1)})
-    shown = "-" if train_success is None else f"{train_success:.2f}"
-    tqdm.write(f"[iter {k + 1}] env steps {ppo.global_step}: train success {shown} (n={n_train}), "
-               f"eval success {ev['success_rate']:.2f} (n={args.eval_episodes})")
+    RD.record_iteration(run, state, critic_stats, ev, stats, library, rl_config, ppo.agent.n_actions, t0)
     if args.mode == "rl" or k + 1 == args.iterations:
         return
     frames = report.png_frames(ev["failed_frames"]) if args.vision else None
@@ -335,7 +251,7 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
     finally:
         log_rejections(k, "critic", run["slow"])
     state["feedback"] = feedback.to_dict()
-    (it_dir / "feedback.json").write_text(json.dumps(state["feedback"], indent=2))
+    (run["dir"] / f"iter_{k + 1}" / "feedback.json").write_text(json.dumps(state["feedback"], indent=2))
     tqdm.write(f"[iter {k + 1}] critic: {feedback.summary}")
 
 
@@ -362,45 +278,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.resume:
         args, cfg = cli.resumed_args(args, cfg, argv, parser)
     cli.validate(args, cfg, parser)
-    device = "cuda" if args.device == "auto" and torch.cuda.is_available() else args.device.replace("auto", "cpu")
-    rank, world, device = init_distributed(device)
+    rank, world, device = D.init_distributed(args.device)
     P.seed_everything(args.seed)  # every rank builds the same initial weights
     torch.set_num_threads(args.threads)
-
-    run_dir, created = Path(args.resume) if args.resume else None, False
-    if run_dir is None and rank == 0:
-        name = args.run_name or f"{args.task.replace(':', '-')}__{args.mode}__{args.seed}__{int(time.time())}"
-        run_dir = Path(args.runs_dir) / name
-        if (run_dir / "config.json").exists():
-            parser.error(f"{run_dir} already holds a run: --resume it, or pick another --run-name")
-        created = not run_dir.exists()
-        run_dir.mkdir(parents=True, exist_ok=True)
-    run_dir = P.broadcast(run_dir)  # under torchrun: rank 0's name (the unix time may differ per rank)
-    llm, server, backend = None, None, None
-    if rank == 0:
-        try:
-            llm, server, backend = make_llm(args, run_dir)
-        except LLMError as e:
-            print(f"error: {e}", file=sys.stderr)
-            if created:  # nothing ran: leave no empty run directory behind
-                shutil.rmtree(run_dir, ignore_errors=True)
-            return 2
-        print(f"run directory: {run_dir}\nmode: {args.mode}; agents' backend: {backend}; device: {device}"
-              + (f" (x{world} ranks under torchrun)" if world > 1 else ""))
-    if rank == 0:  # on --resume too: the settings it changed hold for the next resume
-        (run_dir / "config.json").write_text(json.dumps(
-            {"args": asdict(args), "ppo": asdict(cfg), "backend": backend, "device": device,
-             "bf16_update": P.use_bf16(cfg.precision, torch.device(device))}, indent=2))
-
-    from torch.utils.tensorboard import SummaryWriter
-
-    run = {"dir": run_dir, "writer": SummaryWriter(str(run_dir)) if rank == 0 else None, "wandb": None,
-           "iteration": 0, "llm": llm, "rank": rank, "world": world, "args": args, "skills": None,
-           "llm_calls_before": 0}
-    if args.track and rank == 0:
-        import wandb
-
-        run["wandb"] = wandb.init(project="rlgpt", name=run_dir.name, config=asdict(args), dir=str(run_dir))
+    run = RD.open_run(args, cfg, parser, rank, world, device)
+    if run is None:  # the LLM backend cannot be used (said why); nothing ran
+        return 2
+    run_dir = run["dir"]
 
     probe = E.make_env(args.task, crafter_impl=args.crafter_impl)
     n_base = probe.action_space.n  # the env's own actions; code actions come after them
@@ -408,36 +292,22 @@ def main(argv: list[str] | None = None) -> int:
     api = type(probe.unwrapped.make_api(0))
     doc = api_doc(api)
     probe.close()
-    skills_dir = SL.library_path(args.skills, args.runs_dir)
-    if rank == 0 and args.mode == "rlgpt" and skills_dir is not None:
-        run["skills"] = SL.SkillLibrary(skills_dir, SL.backend_of(args.task), api.__name__, doc)
-        run["skills"].seed()
-        print(f"skill library: {skills_dir} ({len(run['skills'].best())} skills for {run['skills'].backend}; "
-              "`python skill_library.py list` shows them)")
+    if rank == 0 and args.mode == "rlgpt":
+        run["skills"] = RD.open_skill_library(args, api.__name__, doc)
     ppo = P.PPO(agent, cfg, device=device, total_steps=args.total_steps)
     library = Library()
     state = {"iteration": 0, "phase": "plan", "plan": None, "feedback": None, "history": []}
-    ckpt = run_dir / "checkpoint.pt"
     episode_numbers = []
-    if args.resume and ckpt.is_file():
-        actions, state = P.load_checkpoint(str(ckpt), ppo)
-        library = Library([E.CodeAction(**a) for a in actions], state.pop("library_active"))
-        running, episode_numbers = state.pop("running", []), state.pop("episode_numbers", [])
-        run["llm_calls_before"] = state.pop("llm_calls", 0)
-        if rank == 0:
-            rewind_logs(run_dir, state.get("log_sizes", {}), running)
-            print(f"resumed from {ckpt}: iteration {state['iteration'] + 1}, {ppo.global_step} env steps done"
-                  f" ({len(running)} episodes going on at the checkpoint went to unfinished.jsonl)")
-    run["envs"], run["envs_started"] = make_train_envs(args, run, cfg, library), False
+    if args.resume and (run_dir / "checkpoint.pt").is_file():
+        library, state, episode_numbers = RD.resume(run, ppo)
+    run["envs"], run["envs_started"] = RD.make_train_envs(args, run, cfg, library, episode_numbers), False
     run["checkpoint_mark"] = ppo.global_step // args.checkpoint_every
-    if episode_numbers:  # go on with each env's next world, not its first one again
-        n = run["envs"].num_envs
-        run["envs"].set_attr("episode_number", episode_numbers[rank * n:(rank + 1) * n])
-    if rank:  # ...and samples its own actions (a checkpoint holds rank 0's RNG state)
+    if rank:  # each rank samples its own actions (a checkpoint holds rank 0's RNG state)
         P.seed_everything(args.seed + 1000 * rank + ppo.global_step)
     dry_run_options = {"crafter_impl": args.crafter_impl} if is_crafter(args) else {}
-    slow = SlowAgent(llm)
-    fast = FastAgent(llm, dry_run_task=args.task, dry_run_steps=args.max_macro_steps, dry_run_options=dry_run_options)
+    slow = SlowAgent(run["llm"])
+    fast = FastAgent(run["llm"], dry_run_task=args.task, dry_run_steps=args.max_macro_steps,
+                     dry_run_options=dry_run_options)
     run["slow"] = slow
     try:
         while state["iteration"] < args.iterations:
@@ -446,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
                 if args.mode != "rl" and rank == 0:
                     agents_phase(args, run, slow, fast, library, state, doc)
                 if world > 1:  # every rank gets rank 0's plan and code actions, in the same order
-                    state, actions, active = P.broadcast([state, [asdict(a) for a in library.actions],
+                    state, actions, active = D.broadcast([state, [asdict(a) for a in library.actions],
                                                           library.active])
                     library = Library([E.CodeAction(**a) for a in actions], active)
                 grow_actions(args, run, ppo, library, state, n_base)
@@ -456,9 +326,7 @@ def main(argv: list[str] | None = None) -> int:
             state["iteration"] += 1
             state["phase"] = "plan"
             save(run, ppo, library, state)
-        running, _ = running_episodes(args, run["envs"])
-        if rank == 0:  # the episodes still going when the budget ran out
-            write_rows(run_dir / "unfinished.jsonl", running)
+        RD.write_unfinished(run)  # the episodes still going when the budget ran out
     except KeyboardInterrupt:
         print(f"\ninterrupted: resume with  python train.py --resume {run_dir}", file=sys.stderr)
         return 130
@@ -468,14 +336,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"every request and reply is in {run_dir / 'llm_transcript.jsonl'}", file=sys.stderr)
         return 2
     finally:
-        run["envs"].close()
-        if run["writer"] is not None:
-            run["writer"].close()
-        if server is not None:
-            server.stop()
+        RD.close(run)
     if world > 1:
-        check_ranks_agree(run_dir, ppo, library, rank)
-        dist.destroy_process_group()
+        RD.check_ranks_agree(run_dir, ppo, library, rank)
+        D.leave()
         if rank:
             return 0
     report.write_summary(run_dir, state["history"], args)

@@ -7,7 +7,7 @@
     python -m bench.ablation --quick         # smoke test: 1 seed, tiny budgets, all of it under bench/out/
     python -m bench.ablation -- --num-envs 16                # anything after -- goes to every train.py run
 
-(`python bench/ablation.py ...` works the same.) A cell is (task, mode, seed, env-step budget). Its run
+Run it from the repo root as a module (as above). A cell is (task, mode, seed, env-step budget). Its run
 is `train.py` in a subprocess, one at a time, in bench/out/ablation/v<RESULTS_VERSION>/<cell>/ (git-ignored;
 an interrupted run is continued with --resume). As soon as it finishes, its result, a few kB read from
 the run's own logs, is written atomically to bench/results/<cell>.json, to be committed with the code,
@@ -41,10 +41,8 @@ from typing import NoReturn
 
 import numpy as np
 
-if __package__ in (None, ""):  # run as `python bench/ablation.py`: the repo root holds report.py and env.py
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import env as E  # noqa: E402
-import report  # noqa: E402
+import env as E
+import report
 
 RESULTS_VERSION = 1  # bump by hand when the numbers a run produces change meaning (see the docstring)
 ROOT = Path(__file__).resolve().parent.parent

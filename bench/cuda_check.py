@@ -1,7 +1,7 @@
 """Same seed, same code, CPU vs CUDA: do the PPO losses match to float tolerance?
 
-    python bench/cuda_check.py                       # 4096 env steps of collect_wood on cpu and on cuda
-    python bench/cuda_check.py --against cpu         # run the comparison logic CPU vs CPU (no GPU needed)
+    python -m bench.cuda_check                       # 4096 env steps of collect_wood on cpu and on cuda
+    python -m bench.cuda_check --against cpu         # run the comparison logic CPU vs CPU (no GPU needed)
 
 ppo.py draws every random number (action sampling, minibatch shuffles) from the CPU generator and
 TF32 is switched off here, so both runs take the same actions while their floats agree; the logged
@@ -10,16 +10,12 @@ losses of every update are then compared with --rtol/--atol. Exit code: 0 match,
 """
 
 import argparse
-import os
-import sys
 
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-
-import env as rl_env  # noqa: E402
-from ppo import PPO, Agent, PPOConfig, seed_everything  # noqa: E402
+import env as rl_env
+from ppo import PPO, Agent, PPOConfig, seed_everything
 
 KEYS = ["losses/policy_loss", "losses/value_loss", "losses/entropy", "losses/approx_kl",
         "losses/clipfrac", "losses/explained_variance"]

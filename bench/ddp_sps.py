@@ -1,7 +1,7 @@
 """Training throughput of one run over 1 vs N torchrun ranks with the same total env count, in one run.
 
-    python bench/ddp_sps.py                                  # 8 envs, 1 vs 2 ranks, 8192 steps, --mode rl
-    python bench/ddp_sps.py --ranks 4 --steps 16384          # a bigger machine
+    python -m bench.ddp_sps                                  # 8 envs, 1 vs 2 ranks, 8192 steps, --mode rl
+    python -m bench.ddp_sps --ranks 4 --steps 16384          # a bigger machine
 
 Both sides run the real train.py under `torch.distributed.run --standalone` (gloo on CPU) with the same
 global settings: --num-envs envs in total (each rank steps num_envs / ranks of them), the same rollout

@@ -1,6 +1,6 @@
 """Env throughput: crafter.Env against fastcrafter.Env, then our wrapped env and vector envs.
 
-    python -m bench.env_sps                 # from the repo root (python bench/env_sps.py works too)
+    python -m bench.env_sps                 # from the repo root
     python -m bench.env_sps --steps 10000 --resets 20
 
 Part 1, crafter.Env vs fastcrafter.Env on the same seeds and the same random actions: steps/s with
@@ -13,17 +13,14 @@ disturbs; the ratios use it. Worker processes' settings can only be timed in wal
 """
 
 import argparse
-import sys
 import time
 import tracemalloc
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import env as E  # noqa: E402
-import fastcrafter  # noqa: E402
+import env as E
+import fastcrafter
 
 # The reference is crafter.Env with insertion-ordered chunks (fastcrafter's one difference), as env.py builds it.
 IMPLS = {"crafter.Env": lambda **kw: E.make_crafter("original", **kw), "fastcrafter.Env": fastcrafter.Env}

@@ -1,8 +1,8 @@
 """Plain PPO (no code actions) on a Crafter task: does the RL half learn on its own?
 
-    python bench/ppo_crafter.py                               # collect_wood, 100k env steps, CPU
-    python bench/ppo_crafter.py --steps 20000 --device cuda
-    python bench/ppo_crafter.py --csv bench/out/ppo_crafter.csv
+    python -m bench.ppo_crafter                               # collect_wood, 100k env steps, CPU
+    python -m bench.ppo_crafter --steps 20000 --device cuda
+    python -m bench.ppo_crafter --csv bench/out/ppo_crafter.csv
 
 Prints the success curve: after each update, the success rate and mean length of the episodes that
 finished during the last `--window` env steps, plus the running totals.
@@ -11,16 +11,13 @@ finished during the last `--window` env steps, plus the running totals.
 import argparse
 import csv
 import os
-import sys
 import time
 
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-
-import env as rl_env  # noqa: E402
-from ppo import PPO, Agent, PPOConfig, seed_everything  # noqa: E402
+import env as rl_env
+from ppo import PPO, Agent, PPOConfig, seed_everything
 
 
 def main() -> None:

@@ -13,16 +13,13 @@ Wall-clock times: the worker is another process, so this process's CPU time woul
 
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import crafter
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import env as E  # noqa: E402
-import sandbox_host  # noqa: E402
+import env as E
+import sandbox_host
 
 LOOP = "def bench(api):\n    for _ in range({n}):\n        api.{call}()\n    return True\n"
 

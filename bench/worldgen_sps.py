@@ -1,7 +1,7 @@
 """World generation throughput: `crafter.worldgen.generate_world` vs `fastcrafter_worldgen.generate_world`.
 
-    python bench/worldgen_sps.py                # 40 seeds, 3 alternating rounds
-    python bench/worldgen_sps.py --seeds 100 --rounds 5
+    python -m bench.worldgen_sps                # 40 seeds, 3 alternating rounds
+    python -m bench.worldgen_sps --seeds 100 --rounds 5
 
 Both generate the same worlds (tests/test_fastcrafter_worldgen.py checks it); this times them side by side
 on the same seeds after a warm-up (numba compiled or loaded from its cache), in rounds that alternate
@@ -11,15 +11,12 @@ disturbs. The ratio line is the resets/s target of issue 13 for world generation
 """
 
 import argparse
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 from crafter import constants, engine, objects, worldgen
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import fastcrafter_worldgen  # noqa: E402
+import fastcrafter_worldgen
 
 
 def fresh(seed: int) -> tuple[engine.World, objects.Player]:

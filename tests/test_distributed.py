@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
-import ppo as P
+import distributed as D
 import train
-from run_dir import init_distributed
 from tests.test_train import TINY, history, run_dir
 
 ROOT = Path(train.__file__).parent
@@ -77,7 +76,7 @@ def test_two_ranks_make_one_run_with_identical_weights(runs):
 def test_one_process_never_touches_torch_distributed(monkeypatch):
     for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
         monkeypatch.delenv(var, raising=False)
-    assert init_distributed("cpu") == (0, 1, "cpu")
+    assert D.init_distributed("cpu") == (0, 1, "cpu")
     assert not torch.distributed.is_initialized()
     obj = {"plan": [1, 2]}
-    assert P.broadcast(obj) is obj and P.all_gather([3, 4]) == [3, 4]
+    assert D.broadcast(obj) is obj and D.all_gather([3, 4]) == [3, 4]

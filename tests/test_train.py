@@ -18,6 +18,7 @@ import torch
 import cli
 import env as E
 import ppo as P
+import run_dir as RD
 import train
 from code_actions import Library
 from tests.fake_llm import FakeLLMServer, Fault, server_error
@@ -249,7 +250,7 @@ def test_a_rewritten_code_action_starts_from_its_old_logit_row(tmp_path):
     args = train.Args(task="collect_wood", num_envs=2)
     run = {"dir": tmp_path, "world": 1, "rank": 0}
     cfg = P.PPOConfig()
-    run["envs"] = train.make_train_envs(args, run, cfg, Library())
+    run["envs"] = RD.make_train_envs(args, run, cfg, Library())
     agent = P.Agent(run["envs"].single_observation_space, 17)
     ppo = P.PPO(agent, cfg)
     state = {"plan": None}
