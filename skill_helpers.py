@@ -137,8 +137,8 @@ def search(api, name, max_steps=32):
     next free way when blocked (never onto lava or water). True once one is in view. At most
     `max_steps` steps, so half of a code action's budget is left to reach and use what it finds."""
     moves = {"left": (-1, 0), "right": (1, 0), "up": (0, -1), "down": (0, 1)}
-    fx, fy = api.facing()
-    way = next((d for d in moves if moves[d] == (fx, fy)), "left")
+    order = ["up", "right", "down", "left"]  # clockwise
+    way = [d for d in order if moves[d] == tuple(api.facing())][0]
     for step in range(max_steps):
         if api.nearest(name) is not None:
             return True
@@ -147,9 +147,8 @@ def search(api, name, max_steps=32):
         if not free or api.steps_left() < 2:
             return False
         if way not in free:  # blocked: turn clockwise to the next free way
-            order = ["up", "right", "down", "left"]
             turns = [order[(order.index(way) + i) % 4] for i in range(1, 5)]
-            way = next(d for d in turns if d in free)
+            way = [d for d in turns if d in free][0]
         api.move(way)
     return api.nearest(name) is not None
 '''
