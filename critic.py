@@ -182,7 +182,7 @@ def rule_based_critique(plan: Plan, code_actions: list[CodeAction], stats: dict)
             if n_errors >= ERROR_SHARE * n:
                 fixes[s.name] = (f"{why}; most common: {errors[0][0]} (x{errors[0][1]}). Act only when the "
                                  "target is visible and return before the step budget is spent.")
-                notes.append(f"{s.name} often fails with an error")
+                reasons.append(f"{s.name}: {why} and it is not hand-written: ask the code writer to fix it")
             else:  # code fine, timing is RL's job
                 notes.append(f"{s.name} returned True in only {num(rate)} of its calls, without errors: "
                              "the RL agent often calls it when its target is not in view")

@@ -25,7 +25,7 @@ from critic import (
     rule_based_critique,
     stall_shares,
 )
-from env import ACTIONS, make_env
+from env import ACTIONS, CodeAction, make_env
 from llm import LLMClient
 from slow_agent import Plan, SlowAgent
 from tests.fake_llm import FakeLLMServer
@@ -64,6 +64,14 @@ def test_a_failing_hand_written_action_gets_its_next_variant_then_goes_to_rl():
     fb = rule_based_critique(plan, versioned, stats_with({"chop_tree_v2": row(200, 0.6, errors=50)}))
     assert fb.to_rl == ["chop_tree"] and fb.variants == {}
     assert any("every hand-written variant (reference, search) was tried" in r for r in fb.reasons)
+
+
+def test_failing_code_that_is_not_hand_written_gets_a_fix_for_the_code_writer():
+    llm_code = CodeAction("chop_tree", "def chop_tree(api):\n    return 1 / 0\n")
+    fb = rule_based_critique(reference("collect_wood"), [llm_code], stats_with({"chop_tree": row(50, 0.2, 20)}))
+    assert "20 of 50 calls" in fb.fixes["chop_tree"] and fb.variants == {} and fb.to_rl == []
+    assert fb.reasons == ["chop_tree: failed with an error in 20 of 50 calls and it is not hand-written: "
+                          "ask the code writer to fix it"]
 
 
 def test_a_healthy_or_rarely_called_action_is_left_alone():
