@@ -11,7 +11,8 @@ through the same sandbox check and dry-run as LLM code.
     python skills.py --skill mine_stone          # a skill's source, exactly as the sandbox receives it
     python skills.py --program collect_iron      # the whole-task program of `train.py --mode code`
 
-Read top to bottom: helpers shared by several skills -> the skills -> the reference plans -> the
+Read top to bottom: the skills (their shared helpers are in skill_helpers.py) -> their variants (a
+second version where the choice matters, for the critic to swap in) -> the reference plans -> the
 whole-task programs (the pure code-as-policy baseline, built from the same skills).
 Crafter rules the skills rely on (this Crafter version, see crafter/data.yaml): a tree gives 1 wood and
 turns into grass; a table costs 2 wood, a furnace 4 stone; crafting needs the station in one of the
@@ -28,137 +29,12 @@ import crafter.constants as C
 
 from core import CodeAction
 from env import TASKS, get_task
+from skill_helpers import CRAFT, FACE_FREE, HUNT, MINE, SEARCH
 
 LABEL = "[hand-written reference skill, not LLM output] "
 
 # ----------------------------------------------------------------------------------------------
-# Helpers: plain functions that are pasted into the source of each skill that calls them, because a
-# code action is one self-contained source text (that is what the sandbox checks and compiles).
-
-FACE_FREE = '''
-def face_free(api, free):
-    """Face a cell whose name is in `free` (to place something on it), in one step if it can.
-    A walkable cell cannot be faced without stepping onto it, so step towards a free cell two away."""
-    if api.in_front() in free:
-        return True
-    view = api.view()
-    fx, fy = api.facing()
-    moves = {"left": (-1, 0), "right": (1, 0), "up": (0, -1), "down": (0, 1)}
-    order = [d for d in moves if moves[d] != (-fx, -fy)] + [d for d in moves if moves[d] == (-fx, -fy)]
-    for d in order:  # stepping backwards last keeps the player next to what it just walked to
-        dx, dy = moves[d]
-        if view[3 + dy][4 + dx] in ["grass", "sand", "path"] and view[3 + 2 * dy][4 + 2 * dx] in free:
-            api.move(d)
-            return api.in_front() in free
-    return any(api.go_to(name, 10) for name in free)  # none close by: walk until facing one
-'''
-
-MINE = '''
-def mine(api, name):
-    """Follow the shortest route in view to the nearest visible `name`, mining the stone or ore in
-    the way, then collect it. A creature in the way makes it plan again."""
-    for attempt in range(3):
-        route = route_to(api, name)
-        if route is None:
-            return False
-        for move in route:
-            if api.move(move) or api.in_front() == name:
-                continue
-            api.do()  # stone or ore in the way: mine it, then step in
-            if not api.move(move):
-                break
-        if api.in_front() == name:
-            api.do()
-            return api.in_front() != name  # collected: the cell changed (also when the inventory is full)
-    return False
-
-
-def route_to(api, name):
-    """The moves of the shortest route in view to a cell next to `name`, the last one facing it, over
-    walkable cells and the stone and ores our pickaxes can break; None if there is none. Only grass,
-    sand and path are ever stepped on, so lava and water are never entered."""
-    inventory = api.inventory()
-    passable = ["grass", "sand", "path", "tree"]
-    if inventory["wood_pickaxe"] > 0:
-        passable += ["stone", "coal"]
-    if inventory["stone_pickaxe"] > 0:
-        passable += ["iron"]
-    view = api.view()
-    moves = {"left": (-1, 0), "right": (1, 0), "up": (0, -1), "down": (0, 1)}
-    routes = {(0, 0): []}  # cell -> the moves that reach it
-    queue = [(0, 0)]
-    for x, y in queue:  # breadth-first: the list grows while it is read
-        for move, (ux, uy) in moves.items():
-            cell = (x + ux, y + uy)
-            if cell in routes or abs(cell[0]) > 4 or abs(cell[1]) > 3:
-                continue
-            what = view[3 + cell[1]][4 + cell[0]]
-            if what == name:
-                return routes[(x, y)] + [move]
-            if what in passable:
-                routes[cell] = routes[(x, y)] + [move]
-                queue.append(cell)
-    return None
-'''
-
-CRAFT = '''
-def craft(api, item, uses, stations):
-    """Make `item` with the materials `uses`, first walking into reach of every station it needs."""
-    inventory = api.inventory()
-    if any(inventory[k] < n for k, n in uses.items()):
-        return False
-    walkable = ["grass", "sand", "path"]
-    for attempt in range(6):
-        route = route_to_stations(api, stations, walkable)
-        if route is None:  # only creatures are in the way: they move, so plan through them
-            route = route_to_stations(api, stations, walkable + ["cow", "zombie", "skeleton"])
-        if route is None:
-            return False
-        if all(api.move(move) for move in route):  # stops at a blocked move, then plans again
-            return api.make(item)
-    return False
-
-
-def route_to_stations(api, stations, through):
-    """The moves of the shortest walk in view, over cells named in `through`, to a cell with every
-    station among its 8 neighbours ([] if the player stands on one), or None if there is none."""
-    view = api.view()
-    moves = {"left": (-1, 0), "right": (1, 0), "up": (0, -1), "down": (0, 1)}
-    routes = {(0, 0): []}  # cell -> the moves that reach it
-    queue = [(0, 0)]
-    for x, y in queue:  # breadth-first: the list grows while it is read
-        around = [view[3 + y + dy][4 + x + dx] for dy in [-1, 0, 1] for dx in [-1, 0, 1]
-                  if abs(x + dx) <= 4 and abs(y + dy) <= 3]
-        if all(s in around for s in stations):
-            return routes[(x, y)]
-        for move, (ux, uy) in moves.items():
-            cell = (x + ux, y + uy)
-            if cell in routes or abs(cell[0]) > 4 or abs(cell[1]) > 3:
-                continue
-            if view[3 + cell[1]][4 + cell[0]] in through:
-                routes[cell] = routes[(x, y)] + [move]
-                queue.append(cell)
-    return None
-'''
-
-HUNT = '''
-def hunt(api, name):
-    """Hit the nearest visible creature `name` until it is gone; True when it was defeated."""
-    food = api.inventory()["food"]
-    while api.steps_left() > 1:
-        if not api.go_to(name, api.steps_left() - 1):
-            return False
-        fx, fy = api.facing()
-        api.do()
-        if api.inventory()["food"] > food:
-            return True
-        view = api.view()
-        nearby = [view[3 + fy + dy][4 + fx + dx] for dx, dy in [(-1, 0), (1, 0), (0, -1), (0, 1)]]
-        if api.in_front() != name and name not in nearby:  # gone, not stepped aside: it was defeated
-            return True
-    return False
-'''
-
+# The helpers (skill_helpers.py) are pasted into the source of each skill that calls them.
 
 _PARTS: dict[str, tuple[str, tuple[str, ...]]] = {}  # skill -> (its own function, its helpers)
 
@@ -327,6 +203,72 @@ SKILLS: dict[str, CodeAction] = {a.name: a for a in _ALL}
 def skill_for(name: str) -> CodeAction | None:
     """The hand-written skill of this name, or None (the sub-action then stays with RL)."""
     return SKILLS.get(name)
+
+
+# ----------------------------------------------------------------------------------------------
+# Variants: a second hand-written version of a skill where the choice matters, for the critic
+# (critic.py) to swap in when the version in use keeps failing. The reference version above is always
+# variant "reference"; an alternative keeps the skill's name, so the plan's sub-action stays the same.
+
+# mining skills -> (target, tool it needs): the "search" variant looks for a target out of view first
+# instead of returning False at once (the reference leaves searching to RL, which may not learn it)
+_SEARCH_FIRST = {"chop_tree": ("tree", None), "mine_stone": ("stone", "wood_pickaxe"),
+                 "mine_coal": ("coal", "wood_pickaxe"), "mine_iron": ("iron", "stone_pickaxe"),
+                 "mine_diamond": ("diamond", "iron_pickaxe")}
+SEARCH_FIRST = '''
+def {name}(api):
+    """{doc} When none is in view, it first walks to look for one."""
+{guard}    return search(api, "{target}") and mine(api, "{target}")
+'''
+
+# placing skills: the "once" variant places only when none is in view. A second table or furnace
+# wastes the wood or stone the next step needs, and an RL agent that learned to choose place_table
+# may well choose it again next to the first one.
+PLACE_ONCE = '''
+def {name}(api):
+    """{doc} Only when no {thing} is in view already: a second one wastes its materials."""
+    if api.nearest("{thing}") is not None:
+        return False
+    return {name}_anywhere(api)
+'''
+
+
+def _variant(skill: str, variant: str, source: str, *helpers: str) -> CodeAction:
+    """An alternative version of `skill`: the skill's name, its own source, the variant named in its doc."""
+    fn = ast.parse(source).body[0]
+    doc = LABEL + f"(variant {variant}) " + ast.get_docstring(fn)
+    return CodeAction(skill, source.strip() + "\n" + "".join(helpers), doc, fn.name)
+
+
+def _search_first(skill: str, target: str, tool: str | None) -> CodeAction:
+    guard = f'    if api.inventory()["{tool}"] < 1:\n        return False\n' if tool else ""
+    doc = SKILLS[skill].doc.removeprefix(LABEL)
+    source = SEARCH_FIRST.format(name=skill, doc=doc, guard=guard, target=target)
+    return _variant(skill, "search", source, SEARCH, MINE)
+
+
+def _place_once(skill: str) -> CodeAction:
+    """The reference placing skill renamed `<skill>_anywhere`, behind a guard against placing a second."""
+    own, helpers = _PARTS[skill]
+    doc = SKILLS[skill].doc.removeprefix(LABEL)
+    source = PLACE_ONCE.format(name=skill, doc=doc, thing=skill.removeprefix("place_"))
+    return _variant(skill, "once", source, own.replace(f"def {skill}(", f"def {skill}_anywhere("), *helpers)
+
+
+VARIANTS: dict[str, dict[str, CodeAction]] = {
+    **{skill: {"search": _search_first(skill, *how)} for skill, how in _SEARCH_FIRST.items()},
+    "place_table": {"once": _place_once("place_table")}, "place_furnace": {"once": _place_once("place_furnace")},
+}
+
+
+def variants(name: str) -> dict[str, CodeAction]:
+    """Every hand-written version of skill `name` by variant name, "reference" first; {} if no such skill."""
+    return {"reference": SKILLS[name], **VARIANTS.get(name, {})} if name in SKILLS else {}
+
+
+def variant_of(name: str, source: str) -> str | None:
+    """Which hand-written version of skill `name` this source is, or None (other code, e.g. an LLM's)."""
+    return next((v for v, action in variants(name).items() if action.source == source), None)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -7,7 +7,8 @@ agent to write, or "rl" to be left to PPO) plus a small RL configuration; after 
 `Plan.from_dict`; every rejection goes back to the model with the exact error, a few times at most.
 
 With `llm=None` the agent is the hand-written library backend: the plan is `skills.reference_plan`
-and the critic is a small rule-based one. Nothing there is LLM output, and it says so.
+and the critic is the rule-based one of critic.py. Nothing there is LLM output, and it says so. The
+critic's Feedback, its checks and how it changes a plan live in critic.py, for both backends.
 
     python slow_agent.py --task collect_diamond      # print the planner's prompt, exactly as sent
     python skills.py --task collect_diamond          # the hand-written reference plan of that task
@@ -17,11 +18,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
-from dataclasses import asdict, dataclass
 
 import skills
 from core import MAX_SUBACTIONS, SHAPING_RANGE, CodeAction, Plan, Task, api_doc
+from critic import FEEDBACK_SCHEMA, Feedback, active_code, check_feedback, num, rule_based_critique, success_text
 from env import api_for, get_task
 from llm import LLMReplyError
 
@@ -88,7 +88,9 @@ True, mean primitive steps per call, most common errors):
 
 Reply with JSON: "summary": what went wrong and why, in a few sentences; "to_code": names of rl \
 sub-actions that should become code; "to_rl": names of code sub-actions better left to RL; "fixes": \
-{{code sub-action name: how to fix its code}}."""
+{{code sub-action name: how to fix its code}}. Optional: "variants": {{code sub-action name: one of its \
+hand-written variants listed above, used instead of its code next}}; "rl_config": a new "shaping" and/or \
+"mask_actions" from the planner's menu; "reasons": one line per decision, "<name>: <why>"."""
 
 FRAMES_NOTE = "\n{n} frames from failed episodes are attached, in order."
 
@@ -108,9 +110,6 @@ PLAN_SCHEMA = {"type": "object", "required": ["subtasks", "subactions", "rl_conf
                        "reuse": {"type": "boolean"}}}},
     "rl_config": {"type": "object", "properties": {
         "shaping": {"type": "object", "additionalProperties": {"type": "number"}}, "mask_actions": _STRS}}}}
-FEEDBACK_SCHEMA = {"type": "object", "required": ["summary", "to_code", "to_rl", "fixes"], "properties": {
-    "summary": _STR, "to_code": _STRS, "to_rl": _STRS,
-    "fixes": {"type": "object", "additionalProperties": {"type": "string"}}}}
 
 
 class AgentError(Exception):
@@ -118,29 +117,8 @@ class AgentError(Exception):
     plan is invalid); the message says what."""
 
 
-@dataclass
-class Feedback:
-    summary: str  # what went wrong and why
-    to_code: list[str]  # rl sub-actions that should become code
-    to_rl: list[str]  # code sub-actions better left to RL
-    fixes: dict[str, str]  # code sub-action name -> how to fix its code (given to the fast agent)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> Feedback:
-        return cls(str(d.get("summary", "")), list(d.get("to_code", [])), list(d.get("to_rl", [])),
-                   dict(d.get("fixes", {})))
-
-
 # ----------------------------------------------------------------------------------------------
 # The agent.
-
-MIN_CALLS = 10  # rule-based critic: fewer calls than this say too little about a code action
-ERROR_SHARE = 0.1  # rule-based critic: code failing (raising, running out of budget) this often needs a fix
-LOW_SUCCESS = 0.5  # rule-based critic: returning True less often than this is worth a note
-
 
 class SlowAgent:
     """Planner and critic. `llm` is an LLMClient/ReplayClient, or None for the hand-written library."""
@@ -174,31 +152,19 @@ class SlowAgent:
                  frames: list[bytes] | None = None) -> Feedback:
         """What went wrong in the last RL round; frames are only sent to a vision-capable model."""
         if self.llm is None:
-            return rule_based_critique(plan, code_actions, stats)
+            return check_feedback(rule_based_critique(plan, code_actions, stats), plan)
         task = get_task(plan.task)
         frames = list(frames or []) if getattr(self.llm, "vision", False) else []
         text = CRITIC_PROMPT.format(
             task=task.name, description=task.description, plan=_plan_text(plan),
             iteration=stats.get("iteration", "?"), env_steps=stats.get("env_steps", "?"),
-            success_rate=_success(stats),
-            trend=", ".join(_num(x) for x in stats.get("success_trend", [])) or "not measured",
-            episode_length=_num(stats.get("mean_episode_length", 0.0)),
+            success_rate=success_text(stats),
+            trend=", ".join(num(x) for x in stats.get("success_trend", [])) or "not measured",
+            episode_length=num(stats.get("mean_episode_length", 0.0)),
             code_actions=_code_action_lines(plan, code_actions, stats),
             frames_note=FRAMES_NOTE.format(n=len(frames)) if frames else "")
-        names = {s.name for s in plan.subactions}
-
-        def parse(data: dict) -> Feedback:
-            fb = Feedback.from_dict(data)
-            sub = lambda n: _sub_of(n, names)  # the model may name a code version, e.g. chop_tree_v2
-            unknown = sorted(n for n in set(fb.to_code) | set(fb.to_rl) | set(fb.fixes) if sub(n) is None)
-            if unknown:
-                raise ValueError(f"unknown sub-action names {unknown}; the plan has {sorted(names)}")
-            fb = Feedback(fb.summary, [sub(n) for n in fb.to_code], [sub(n) for n in fb.to_rl],
-                          {sub(n): text for n, text in fb.fixes.items()})
-            both = sorted(set(fb.to_code) & set(fb.to_rl))
-            if both:
-                raise ValueError(f"{both} are in both to_code and to_rl")
-            return fb
+        def parse(data: dict) -> Feedback:  # the same checks as the rule-based critic's feedback gets
+            return check_feedback(Feedback.from_dict(data), plan)
 
         messages = [{"role": "system", "content": CRITIC_SYSTEM}, {"role": "user", "content": text}]
         return self._ask(messages, FEEDBACK_SCHEMA, parse, "critique", images=frames or None)
@@ -256,52 +222,6 @@ def plan_messages(task: Task, env_doc: str, feedback: Feedback | None = None,
     return [{"role": "system", "content": PLAN_SYSTEM}, {"role": "user", "content": text}]
 
 
-def rule_based_critique(plan: Plan, code_actions: list[CodeAction], stats: dict) -> Feedback:
-    """The library backend's critic: a few hand-written rules over the same statistics an LLM sees."""
-    active, per_action = _active(plan, code_actions), stats.get("code_actions", {})
-    notes, to_rl, fixes = [], [], {}
-    for s in plan.code_subactions:
-        if stats.get("mode") == "rl+config":  # code is not written in this mode: nothing to judge or move
-            continue
-        if s.name not in active:
-            notes.append(f"{s.name} had no accepted code and ran as RL")
-            to_rl.append(s.name)
-            continue
-        st = per_action.get(active[s.name].name) or {}
-        n, errors = st.get("chosen", 0), st.get("errors") or []
-        if not n:
-            notes.append(f"{s.name} was never chosen by the RL agent")
-        elif n >= MIN_CALLS and sum(c for _, c in errors) >= ERROR_SHARE * n:
-            fixes[s.name] = (f"failed with an error in {sum(c for _, c in errors)} of {n} calls; most common: "
-                             f"{errors[0][0]} (x{errors[0][1]}). Act only when the target is visible and "
-                             "return before the step budget is spent.")
-            notes.append(f"{s.name} often fails with an error")
-        elif n >= MIN_CALLS and st.get("success_rate", 0.0) < LOW_SUCCESS:  # code fine, timing is RL's job
-            notes.append(f"{s.name} returned True in only {_num(st['success_rate'])} of its calls, without "
-                         "errors: the RL agent often calls it when its target is not in view")
-    trend = stats.get("success_trend") or []
-    direction = "not measured"
-    if len(trend) >= 2:
-        direction = "rising" if trend[-1] > trend[0] else "falling" if trend[-1] < trend[0] else "flat"
-    summary = (f"[hand-written rule-based critic, not an LLM] success rate "
-               f"{_success(stats)}, trend {direction}. "
-               + ("; ".join(notes) + "." if notes else "No code action stood out."))
-    return Feedback(summary, [], to_rl, fixes)
-
-
-def _success(stats: dict) -> str:
-    """A success rate always with the number of finished episodes it is over (train.py's stats.json)."""
-    rate, n = stats.get("success_rate"), stats.get("success_episodes")
-    if rate is None:
-        return "not measured (no episode finished)"
-    return _num(rate) + (f" (n={n} finished episodes)" if n is not None else "")
-
-
-def _num(x) -> str:
-    """Numbers as the critic reads them: short, and the same digits a test or a log shows."""
-    return str(round(float(x), 3))
-
-
 def _plan_text(plan: Plan) -> str:
     lines = [f"sub-tasks: {' -> '.join(plan.subtasks)}"] if plan.subtasks else []
     lines += [f"- {s.name} ({s.how}{', reused from the library' if s.reuse else ''}): {s.spec}"
@@ -310,21 +230,9 @@ def _plan_text(plan: Plan) -> str:
     return "\n".join(lines)
 
 
-def _sub_of(action_name: str, names: set[str]) -> str | None:
-    """The sub-action a code action serves: train.py names rewritten code `<sub>_v2`, `<sub>_v3`, ..."""
-    m = re.fullmatch(r"(.+)_v\d+", action_name)
-    return action_name if action_name in names else m.group(1) if m and m.group(1) in names else None
-
-
-def _active(plan: Plan, code_actions: list[CodeAction]) -> dict[str, CodeAction]:
-    """Code sub-action name -> the code action now serving it."""
-    names = {s.name for s in plan.code_subactions}
-    return {_sub_of(a.name, names): a for a in code_actions if _sub_of(a.name, names)}
-
-
 def _code_action_lines(plan: Plan, code_actions: list[CodeAction], stats: dict) -> str:
     """One line per code sub-action with its real statistics; rejected code is said to have run as RL."""
-    active, per_action = _active(plan, code_actions), stats.get("code_actions", {})
+    active, per_action = active_code(plan, code_actions), stats.get("code_actions", {})
     lines = []
     for name in [s.name for s in plan.code_subactions]:
         if stats.get("mode") == "rl+config":
@@ -335,9 +243,11 @@ def _code_action_lines(plan: Plan, code_actions: list[CodeAction], stats: dict) 
             continue
         st = per_action.get(active[name].name) or {}  # train.py lists only code actions chosen at least once
         errors = "; ".join(f"{msg!r} x{n}" for msg, n in st.get("errors", [])[:3]) or "none"
-        lines.append(f"- {name}: chosen {st.get('chosen', 0)} times, share {_num(st.get('share', 0.0))}, "
-                     f"success {_num(st.get('success_rate', 0.0))}, "
-                     f"{_num(st.get('mean_steps', 0.0))} primitive steps per call; errors: {errors}")
+        lines.append(f"- {name}: chosen {st.get('chosen', 0)} times, share {num(st.get('share', 0.0))}, "
+                     f"success {num(st.get('success_rate', 0.0))}, "
+                     f"{num(st.get('mean_steps', 0.0))} primitive steps per call; errors: {errors}"
+                     + (f"; hand-written variants: {', '.join(skills.variants(name))}"
+                        if len(skills.variants(name)) > 1 else ""))
     return "\n".join(lines) or "(none)"
 
 

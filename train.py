@@ -51,10 +51,11 @@ import run_dir as RD
 import skills
 from code_actions import Library, evaluate, is_crafter, reuse_skill, run_program, whole_task_subaction
 from core import Plan, api_doc
+from critic import Feedback
 from fast_agent import FastAgent
 from llm import LLMError
 from run_dir import IterationTally, save  # save by name: tests patch train.save to stop a run mid-iteration
-from slow_agent import AgentError, Feedback, SlowAgent
+from slow_agent import AgentError, SlowAgent
 
 
 @dataclass

@@ -12,18 +12,11 @@ import pytest
 import sandbox
 import skills
 from core import CodeAction, Plan, SubAction, api_doc
+from critic import Feedback, rule_based_critique
 from env import CHOP_TREE, TASKS, CrafterAPI, get_task
 from fast_agent import DRINK_WATER, Attempt, FastAgent, extract_code, save_attempts
 from llm import LLMClient
-from slow_agent import (
-    LONG_CHAIN,
-    SUBTASKS_LONG,
-    SUBTASKS_SHORT,
-    AgentError,
-    Feedback,
-    SlowAgent,
-    rule_based_critique,
-)
+from slow_agent import LONG_CHAIN, SUBTASKS_LONG, SUBTASKS_SHORT, AgentError, SlowAgent
 from tests.fake_llm import FakeLLMServer, http_error, truncated
 
 DOC = api_doc(CrafterAPI)

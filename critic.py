@@ -1,0 +1,263 @@
+"""The critic of RL-GPT's slow loop: what the last round of training says to change, and whether a
+change is kept.
+
+`Feedback` is the critic's decision. It comes from an LLM (JSON checked by FEEDBACK_SCHEMA) or from
+`rule_based_critique`, the library backend's critic (hand-written rules, labelled as such). Both go
+through the same steps: `Feedback.from_dict` (also how a run directory stores it), `check_feedback`
+(names and variants against the plan) and `apply_feedback` (the new Plan). Changes to code (a
+variant to swap in, a fix for the code writer) stay in the Feedback: they are not part of a Plan.
+
+`keep_change` is the rollback rule: a change is kept only if the next iteration is not worse.
+
+    python critic.py    # nothing to run: the slow agent (slow_agent.py) calls this; see tests/test_critic.py
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+import re
+from dataclasses import asdict, dataclass, field
+
+import skills
+from core import CodeAction, Plan
+from env import get_task
+
+_STR, _STRS = {"type": "string"}, {"type": "array", "items": {"type": "string"}}
+# summary, to_code, to_rl and fixes are required, as they always were; the acting critic's fields are
+# optional, so an LLM reply without them still parses (and changes nothing but the moves and fixes)
+FEEDBACK_SCHEMA = {"type": "object", "required": ["summary", "to_code", "to_rl", "fixes"], "properties": {
+    "summary": _STR, "to_code": _STRS, "to_rl": _STRS,
+    "fixes": {"type": "object", "additionalProperties": {"type": "string"}},
+    "variants": {"type": "object", "additionalProperties": {"type": "string"}},
+    "rl_config": {"type": "object", "properties": {
+        "shaping": {"type": "object", "additionalProperties": {"type": "number"}}, "mask_actions": _STRS}},
+    "reasons": _STRS}}
+
+
+@dataclass
+class Feedback:
+    summary: str  # what went wrong and why
+    to_code: list[str]  # rl sub-actions that should become code
+    to_rl: list[str]  # code sub-actions better left to RL
+    fixes: dict[str, str]  # code sub-action name -> how to fix its code (given to the fast agent)
+    variants: dict[str, str] = field(default_factory=dict)  # code sub-action -> hand-written variant to use
+    rl_config: dict | None = None  # keys of the RL config to replace (shaping, mask_actions); None: keep it
+    reasons: list[str] = field(default_factory=list)  # one line per decision, "<what>: <why>", for the log
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Feedback:
+        rl = d.get("rl_config")
+        return cls(str(d.get("summary", "")), list(d.get("to_code", [])), list(d.get("to_rl", [])),
+                   dict(d.get("fixes", {})), dict(d.get("variants") or {}), dict(rl) if rl else None,
+                   [str(r) for r in d.get("reasons") or []])
+
+
+def check_feedback(feedback: Feedback, plan: Plan) -> Feedback:
+    """The feedback with every name read as the plan's sub-action (a code version such as chop_tree_v2
+    names chop_tree); ValueError, worded for the model to fix, if it names what the plan lacks, moves a
+    sub-action both ways, asks for a variant that does not exist or an RL config off the menu."""
+    names = {s.name for s in plan.subactions}
+    fb = feedback
+    unknown = sorted(n for n in {*fb.to_code, *fb.to_rl, *fb.fixes, *fb.variants} if _sub_of(n, names) is None)
+    if unknown:
+        raise ValueError(f"unknown sub-action names {unknown}; the plan has {sorted(names)}")
+    fb = dataclasses.replace(fb, to_code=[_sub_of(n, names) for n in fb.to_code],
+                             to_rl=[_sub_of(n, names) for n in fb.to_rl],
+                             fixes={_sub_of(n, names): text for n, text in fb.fixes.items()},
+                             variants={_sub_of(n, names): v for n, v in fb.variants.items()})
+    both = sorted(set(fb.to_code) & set(fb.to_rl))
+    if both:
+        raise ValueError(f"{both} are in both to_code and to_rl")
+    bad = [f"{n} has no variant {v!r} (it has {sorted(skills.variants(n)) or 'none'})"
+           for n, v in fb.variants.items() if v not in skills.variants(n)]
+    if bad:
+        raise ValueError("variants: " + "; ".join(bad))
+    apply_feedback(plan, fb)  # an RL config off the menu raises ValueError here
+    return fb
+
+
+def apply_feedback(plan: Plan, feedback: Feedback) -> Plan:
+    """A new, validated Plan with the feedback's moves between code and RL and its RL config; a moved
+    sub-action's reason becomes the critic's reason for it. The plan given is left as it was."""
+    new = copy.deepcopy(plan)
+    for s in new.subactions:
+        how = "code" if s.name in feedback.to_code else "rl" if s.name in feedback.to_rl else s.how
+        if how != s.how:
+            s.how, s.reuse = how, False  # a reused skill is code by definition
+            s.reason = next((r for r in feedback.reasons if r.startswith(f"{s.name}:")),
+                            f"{s.name}: moved to {how} by the critic")
+    if feedback.rl_config is not None:
+        new.rl_config = {**new.rl_config, **copy.deepcopy(feedback.rl_config)}
+    return Plan.from_dict(new.to_dict(), get_task(plan.task))  # checked against its game: RL menu, milestones
+
+
+# ----------------------------------------------------------------------------------------------
+# The rollback rule.
+
+# A drop in success counts as "worse" only beyond this many standard errors of the difference of two
+# binomial rates (pooled). One standard error: an unchanged plan is wrongly rolled back in about 16% of
+# iterations, while a harmful change that costs more than the noise is caught; with the few iterations
+# a run has, keeping a bad change for good costs more than trying a good one again later.
+ROLLBACK_Z = 1.0
+
+
+def keep_change(previous: tuple[float | None, int], current: tuple[float | None, int]) -> tuple[bool, str]:
+    """Keep this iteration's change unless its success (rate, finished episodes) is worse than the
+    previous iteration's: lower by more than ROLLBACK_Z pooled binomial standard errors. With no
+    finished episodes on either side nothing is measured, and the change is kept (said so)."""
+    (p0, n0), (p1, n1) = previous, current
+    if p0 is None or p1 is None or not n0 or not n1:
+        return True, f"kept: success not measured on both sides (n={n0} and n={n1} finished episodes)"
+    pooled = (p0 * n0 + p1 * n1) / (n0 + n1)
+    margin = ROLLBACK_Z * math.sqrt(pooled * (1 - pooled) * (1 / n0 + 1 / n1))
+    shown = f"success {p1:.3f} (n={n1}) against {p0:.3f} (n={n0}), noise margin {margin:.3f}"
+    if p0 - p1 > margin:
+        return False, f"rolled back: {shown}: worse"
+    return True, f"kept: {shown}: not worse"
+
+
+# ----------------------------------------------------------------------------------------------
+# Where failed episodes stop.
+
+# Fewer failed episodes than this say too little about where they stop (a share of 3 is 0, 33, 67 or 100%)
+MIN_FAILED_EPISODES = 5
+# The first prerequisite that at least this share of failed episodes never reached is where they stall:
+# earlier ones most of them got past, so the problem is this step.
+STALL_SHARE = 0.5
+
+
+def stall_shares(task_name: str, rows: list[dict]) -> dict:
+    """From Crafter episode rows (env.stats_row: achievement_* counts), which prerequisite the failed
+    episodes (the task's achievement never unlocked) stopped at: {"failed_episodes": n, "never_reached":
+    {achievement: share of the n that never unlocked it}}, prerequisites in chain order."""
+    task = get_task(task_name)
+    failed = [r for r in rows if task.achievement and not r.get(f"achievement_{task.achievement}", 0)]
+    shares = {a: round(sum(not r.get(f"achievement_{a}", 0) for r in failed) / len(failed), 3)
+              for a in task.prerequisites} if failed else {}
+    return {"failed_episodes": len(failed), "never_reached": shares}
+
+
+# ----------------------------------------------------------------------------------------------
+# The library backend's critic: hand-written rules over the statistics an LLM critic sees.
+
+MIN_CALLS = 10  # fewer calls than this say too little about a code action
+ERROR_SHARE = 0.1  # code failing (raising, running out of budget) this often is broken: fix, swap or drop it
+LOW_SUCCESS = 0.5  # returning True less often than this: try another version, if there is one
+
+
+def rule_based_critique(plan: Plan, code_actions: list[CodeAction], stats: dict) -> Feedback:
+    """Decide concrete changes from the per-code-action statistics (stats["code_actions"], as
+    code_actions.CodeStats.summary gives them) and, when present, where failed episodes stopped
+    (stats["stalls"], as stall_shares gives it). A failing hand-written code action is swapped for its
+    next variant; after the last variant, one that still raises goes to RL; failed episodes stalling at
+    a sub-task move its rl sub-action to code when a hand-written skill exists, else try that skill's
+    next variant, and unmask the base action of that step. Every decision gets one line in `reasons`."""
+    active, per_action = active_code(plan, code_actions), stats.get("code_actions", {})
+    notes, reasons, to_code, to_rl, fixes, variants = [], [], [], [], {}, {}
+    for s in plan.code_subactions if stats.get("mode") != "rl+config" else []:  # rl+config writes no code
+        if s.name not in active:
+            to_rl.append(s.name)
+            reasons.append(f"{s.name}: no code was accepted for it, so it already ran as RL")
+            continue
+        st = per_action.get(active[s.name].name) or {}
+        n, errors, rate = st.get("chosen", 0), st.get("errors") or [], st.get("success_rate", 0.0)
+        n_errors = sum(c for _, c in errors)
+        if not n:
+            notes.append(f"{s.name} was never chosen by the RL agent")
+        if n < MIN_CALLS or (n_errors < ERROR_SHARE * n and rate >= LOW_SUCCESS):
+            continue
+        why = (f"failed with an error in {n_errors} of {n} calls" if n_errors >= ERROR_SHARE * n
+               else f"returned True in only {num(rate)} of {n} calls")
+        versions = list(skills.variants(s.name))
+        current = skills.variant_of(s.name, active[s.name].source)
+        if current is None:  # not hand-written code: only a code writer can fix it
+            if n_errors >= ERROR_SHARE * n:
+                fixes[s.name] = (f"{why}; most common: {errors[0][0]} (x{errors[0][1]}). Act only when the "
+                                 "target is visible and return before the step budget is spent.")
+                reasons.append(f"{s.name}: {why} and it is not hand-written: ask the code writer to fix it")
+            else:  # code fine, timing is RL's job
+                notes.append(f"{s.name} returned True in only {num(rate)} of its calls, without errors: "
+                             "the RL agent often calls it when its target is not in view")
+        elif current != versions[-1]:
+            variants[s.name] = versions[versions.index(current) + 1]
+            reasons.append(f"{s.name}: {why} as variant {current}; try variant {variants[s.name]}")
+        elif n_errors >= ERROR_SHARE * n:
+            to_rl.append(s.name)
+            reasons.append(f"{s.name}: {why} and every hand-written variant ({', '.join(versions)}) was "
+                           "tried: leave it to RL")
+        else:
+            notes.append(f"{s.name} {why} with its last variant, without errors: when to call it is RL's job")
+    rl_config = _act_on_stall(plan, stats.get("stalls") or {}, active, to_code, to_rl, variants, reasons)
+    trend = stats.get("success_trend") or []
+    direction = "not measured"
+    if len(trend) >= 2:
+        direction = "rising" if trend[-1] > trend[0] else "falling" if trend[-1] < trend[0] else "flat"
+    said = notes + reasons
+    summary = (f"[hand-written rule-based critic, not an LLM] success rate {success_text(stats)}, trend "
+               f"{direction}. " + ("; ".join(said) + "." if said else "No code action stood out."))
+    return Feedback(summary, to_code, to_rl, fixes, variants, rl_config, reasons)
+
+
+def _act_on_stall(plan: Plan, stalls: dict, active: dict[str, CodeAction], to_code: list[str],
+                  to_rl: list[str], variants: dict[str, str], reasons: list[str]) -> dict | None:
+    """The changes for the sub-task failed episodes stall at (appended to the lists given); returns a
+    new RL config, or None to keep the plan's."""
+    n, shares = stalls.get("failed_episodes", 0), stalls.get("never_reached", {})
+    stuck = next((a for a in get_task(plan.task).prerequisites if shares.get(a, 0.0) >= STALL_SHARE), None)
+    if n < MIN_FAILED_EPISODES or stuck is None:
+        return None
+    where = f"{num(shares[stuck])} of {n} failed episodes never reached {stuck}"
+    name = skills.STEPS.get(stuck, (None, ""))[1]
+    sub = next((s for s in plan.subactions if s.name == name), None)
+    decided = {*to_code, *to_rl, *variants}
+    if sub is not None and sub.name not in decided:
+        if sub.how == "rl" and skills.skill_for(sub.name):
+            to_code.append(sub.name)
+            reasons.append(f"{sub.name}: {where}; it was left to RL and a hand-written skill exists: code it")
+        elif sub.how == "code" and sub.name in active:
+            versions = list(skills.variants(sub.name))
+            current = skills.variant_of(sub.name, active[sub.name].source)
+            if current is not None and current != versions[-1]:
+                variants[sub.name] = versions[versions.index(current) + 1]
+                reasons.append(f"{sub.name}: {where}; try variant {variants[sub.name]} instead of {current}")
+    config, changed = copy.deepcopy(plan.rl_config), False
+    if stuck in config["mask_actions"]:  # e.g. place_table masked while episodes stall before a table
+        config["mask_actions"].remove(stuck)
+        reasons.append(f"rl_config: {where}; unmask the base action {stuck}")
+        changed = True
+    item, weight = skills.SHAPING.get(stuck, (None, 0.0))
+    if item is not None and item not in config["shaping"]:
+        config["shaping"][item] = weight
+        reasons.append(f"rl_config: {where}; shape {item} (+{weight} per unit gained)")
+        changed = True
+    return config if changed else None
+
+
+def success_text(stats: dict) -> str:
+    """A success rate always with the number of finished episodes it is over (train.py's stats.json)."""
+    rate, n = stats.get("success_rate"), stats.get("success_episodes")
+    if rate is None:
+        return "not measured (no episode finished)"
+    return num(rate) + (f" (n={n} finished episodes)" if n is not None else "")
+
+
+def num(x) -> str:
+    """Numbers as the critic reads them: short, and the same digits a test or a log shows."""
+    return str(round(float(x), 3))
+
+
+def _sub_of(action_name: str, names: set[str]) -> str | None:
+    """The sub-action a code action serves: train.py names rewritten code `<sub>_v2`, `<sub>_v3`, ..."""
+    m = re.fullmatch(r"(.+)_v\d+", action_name)
+    return action_name if action_name in names else m.group(1) if m and m.group(1) in names else None
+
+
+def active_code(plan: Plan, code_actions: list[CodeAction]) -> dict[str, CodeAction]:
+    """Code sub-action name -> the code action now serving it."""
+    names = {s.name for s in plan.code_subactions}
+    return {_sub_of(a.name, names): a for a in code_actions if _sub_of(a.name, names)}
