@@ -205,3 +205,18 @@ def whole_task_subaction(args) -> SubAction:
              f"ends; one call may take at most {args.max_macro_steps} env steps, so make one step of "
              "progress (explore when nothing useful is visible) and return True when it made progress.")
 
+
+def grow_actions(ppo: P.PPO, envs, library: Library, n_base: int, mask: np.ndarray) -> None:
+    """New code actions join the agent (Agent.extend) and the run's envs (in place, no reset). A rewrite
+    (v2) starts from the logit row of the version it replaces; a new action's prior is taken over the
+    actions `mask` (this iteration's, over every action the library holds) allows."""
+    agent = ppo.agent
+    grow = n_base + len(library.actions) - agent.n_actions
+    if grow <= 0:
+        return
+    names = [a.name for a in library.actions]
+    copy_from = [n_base + names.index(a.replaces) if a.replaces in names else None
+                 for a in library.actions[-grow:]]
+    agent.extend(grow, prior=ppo.cfg.new_action_prior, obs=ppo.next_obs, mask=mask[:agent.n_actions],
+                 copy_from=copy_from)
+    E.set_vec_code_actions(envs, library.actions)

@@ -104,21 +104,41 @@ def apply_feedback(plan: Plan, feedback: Feedback) -> Plan:
 # iterations, while a harmful change that costs more than the noise is caught; with the few iterations
 # a run has, keeping a bad change for good costs more than trying a good one again later.
 ROLLBACK_Z = 1.0
+# Fewer finished episodes than this on either side and no change is rolled back: a rate over a handful of
+# episodes moves by a third on one episode, and the normal approximation behind ROLLBACK_Z fails there.
+ROLLBACK_MIN_EPISODES = 20
 
 
 def keep_change(previous: tuple[float | None, int], current: tuple[float | None, int]) -> tuple[bool, str]:
     """Keep this iteration's change unless its success (rate, finished episodes) is worse than the
-    previous iteration's: lower by more than ROLLBACK_Z pooled binomial standard errors. With no
-    finished episodes on either side nothing is measured, and the change is kept (said so)."""
+    previous iteration's: lower by more than ROLLBACK_Z pooled binomial standard errors. With fewer
+    than ROLLBACK_MIN_EPISODES finished episodes on a side nothing is measured: the change is kept (said so)."""
     (p0, n0), (p1, n1) = previous, current
-    if p0 is None or p1 is None or not n0 or not n1:
-        return True, f"kept: success not measured on both sides (n={n0} and n={n1} finished episodes)"
+    if p0 is None or p1 is None or min(n0, n1) < ROLLBACK_MIN_EPISODES:
+        return True, (f"kept: too few finished episodes to tell (n={n0} and n={n1}; a rollback needs "
+                      f"{ROLLBACK_MIN_EPISODES} on each side)")
     pooled = (p0 * n0 + p1 * n1) / (n0 + n1)
     margin = ROLLBACK_Z * math.sqrt(pooled * (1 - pooled) * (1 / n0 + 1 / n1))
     shown = f"success {p1:.3f} (n={n1}) against {p0:.3f} (n={n0}), noise margin {margin:.3f}"
     if p0 - p1 > margin:
         return False, f"rolled back: {shown}: worse"
     return True, f"kept: {shown}: not worse"
+
+
+def rollback_if_worse(state: dict, library) -> str | None:
+    """After an iteration that ran with a change the critic made (state["before_change"], set by the plan
+    phase): keep it unless success got worse (keep_change); a rolled-back change restores the plan and
+    the code actions in use before it, and the next iteration trains that plan again without a re-plan.
+    Returns the decision with its reason, or None when the iteration changed nothing."""
+    before, history = state.pop("before_change", None), state["history"]
+    if before is None or len(history) < 2:
+        return None
+    (p0, n0), (p1, n1) = [(h["train_success"], h["train_episodes"]) for h in history[-2:]]
+    keep, why = keep_change((p0, n0), (p1, n1))
+    history[-1]["change"] = why
+    if not keep:
+        state["plan"], library.active, state["rolled_back"] = before["plan"], dict(before["active"]), True
+    return why
 
 
 # ----------------------------------------------------------------------------------------------

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+import numpy as np
+
+import distributed as D
 from core import Plan
 
 THRESHOLD = 0.6  # reached in this share of recent episodes: the sub-task is learned well enough to build on
@@ -31,6 +34,19 @@ class Curriculum:
     stage_start: int = 0  # the env step its current stage began at
     recent: list[bool] = field(default_factory=list)  # current sub-task reached, per finished episode
     stages: list[dict] = field(default_factory=list)  # finished stages: sub-task, steps, why it ended
+
+    def __post_init__(self):
+        self.pending: list[bool] = []  # this process's episodes since the last update (not saved)
+
+    def seen(self, infos: dict) -> None:
+        """One vector step's infos: its finished episodes, and whether each reached the current sub-task."""
+        self.pending += reached(infos)
+
+    def update(self, global_step: int) -> str | None:
+        """At a rollout boundary (every rank, in step): record every rank's episodes, maybe move on."""
+        self.record(D.all_gather(self.pending))
+        self.pending = []
+        return self.advance(global_step)
 
     @property
     def current(self) -> str | None:
@@ -69,6 +85,34 @@ class Curriculum:
     @classmethod
     def from_dict(cls, d: dict) -> Curriculum:
         return cls(**d)
+
+
+def for_plan(saved: dict | None, plan: Plan | None, budget_left: int, step: int) -> Curriculum | None:
+    """The run's curriculum for this plan: the saved one while the plan's chain is unchanged, a new one
+    over the budget left when a re-plan changed the chain; None when the plan has no chain."""
+    if plan is None or not plan.subtasks:
+        return None
+    if saved and saved["subtasks"] == plan.subtasks:
+        return Curriculum.from_dict(saved)
+    return Curriculum(list(plan.subtasks), budget_left, stage_start=step)
+
+
+def reached(infos: dict) -> list[bool]:
+    """The episodes that finished in one vector step: did each reach its env's current sub-task?"""
+    final = infos.get("final_info", {})
+    episode = final.get("episode", {})
+    if "subtask_success" not in episode:
+        return []
+    return [bool(episode["subtask_success"][i]) for i in np.flatnonzero(final["_episode"])]
+
+
+def plan_rl_config(mode: str, state: dict) -> dict:
+    """The RL config in force now (train.py's state: the plan, the curriculum), in the modes that use
+    the plan's (rlgpt and rl+config); {} in the others."""
+    if mode not in ("rlgpt", "rl+config") or not state["plan"]:
+        return {}
+    cu = state.get("curriculum")
+    return rl_config_for(Plan.from_dict(state["plan"]), Curriculum.from_dict(cu).current if cu else None)
 
 
 def rl_config_for(plan: Plan, subtask: str | None) -> dict:

@@ -18,10 +18,9 @@ Use it from Python (train.py calls train() once per RL-GPT iteration, on the sam
 The env budget, SPS and `global_step` always count primitive env steps (sum of info["prim_steps"]).
 PPO never seeds an env: the env's own seeding decides its worlds (env.make_vec_env). On CUDA the rollout
 loop waits for the GPU once per vector step, for the sampled actions env.step needs; rewards, step
-counts and done flags stay in NumPy and go to the device once per rollout.
-
-Under torchrun PPO stays one run: steps and episode stats are summed over the ranks, gradients averaged,
-weights broadcast from rank 0 (distributed.py says how); without torch.distributed nothing here changes.
+counts and done flags stay in NumPy and go to the device once per rollout. Under torchrun PPO stays one
+run: steps and episode stats are summed over the ranks, gradients averaged, weights broadcast from rank 0
+(distributed.py); without torch.distributed nothing here changes.
 """
 
 from __future__ import annotations
@@ -229,6 +228,13 @@ def compute_gae(rewards: torch.Tensor, values: torch.Tensor, next_values: torch.
     return advantages, advantages + values
 
 
+def _as_mask(action_mask: np.ndarray | None, n_env: int, n_act: int, dev: torch.device) -> torch.Tensor | None:
+    mask = None if action_mask is None else torch.as_tensor(  # (n_act,) for every env, or (n_env, n_act)
+        np.broadcast_to(action_mask, (n_env, n_act)).copy(), device=dev)
+    assert mask is None or mask.any(dim=1).all(), "every env needs at least one allowed action"
+    return mask
+
+
 def step_info(infos: dict, key: str, default, n: int) -> np.ndarray:
     """One value of `key` per env for this vector step, whether its episode went on (`infos`, with a
     `_key` mask) or just ended (same-step autoreset moves that step's info to infos["final_info"])."""
@@ -285,7 +291,7 @@ class PPO:
               on_log: Callable[[dict, int], None] | None = None,
               on_step: Callable[[np.ndarray, dict], None] | None = None,
               progress: Callable[[int], None] | None = None,
-              on_update: Callable[[int], None] | None = None) -> dict:
+              on_update: Callable[[int], np.ndarray | None] | None = None) -> dict:
         """Collect rollouts and update until `steps` more primitive env steps are done; returns this
         call's episode stats (episodes that finished in it).
 
@@ -296,8 +302,8 @@ class PPO:
         learned from like any other: GAE bootstraps from V(next obs) there, as at every rollout
         boundary, and the next call goes on with the same episodes. `on_update(global_step)` runs after
         every update, at a rollout boundary, where nothing is in flight: checkpoint there and learning is
-        the same as without checkpoints. The learning rate anneals over `total_steps` of the whole run
-        (iterations do not restart it)."""
+        the same as without checkpoints; a mask it returns replaces `action_mask` from then on. The
+        learning rate anneals over `total_steps` of the whole run (iterations do not restart it)."""
         cfg, agent, dev = self.cfg, self.agent, self.device
         n_env, T, n_act = envs.num_envs, cfg.num_steps, agent.n_actions
         assert envs.single_action_space.n == n_act, "env and agent disagree on the number of actions"
@@ -305,10 +311,7 @@ class PPO:
         if envs is not self.envs:  # a new env: its first episodes; its own seeds decide the worlds
             self.envs, self.next_obs = envs, self._to_tensor(envs.reset()[0])
         D.broadcast_weights(agent)  # after extend() or a resume: every rank continues from rank 0's weights
-        mask = None
-        if action_mask is not None:
-            mask = torch.as_tensor(np.broadcast_to(action_mask, (n_env, n_act)).copy(), device=dev)
-            assert mask.any(dim=1).all(), "every env needs at least one allowed action"
+        mask = _as_mask(action_mask, n_env, n_act, dev)
 
         # storage (T, N, ...): what the agent computes stays on the device, what the envs return in NumPy
         space = envs.single_observation_space
@@ -389,8 +392,8 @@ class PPO:
                 metrics["charts/learning_rate"] = self.optimizer.param_groups[0]["lr"]
                 metrics["charts/SPS"] = int((self.global_step - start_step) / (time.time() - t0))
                 on_log(metrics, self.global_step)
-            if on_update is not None:
-                on_update(self.global_step)
+            if on_update is not None and (new_mask := on_update(self.global_step)) is not None:
+                mask = _as_mask(new_mask, n_env, n_act, dev)  # e.g. the curriculum moved on
 
         r, length, ok = np.array(episodes).T if episodes else (np.array([np.nan]),) * 3
         known = ~np.isnan(ok)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+import curriculum as CU
 import env as E
 
 
@@ -124,6 +125,12 @@ def write_summary(run_dir: Path, history: list[dict], args) -> None:
         reused = ", ".join(dict.fromkeys(history[-1].get("reused", []))) or "none"
         lines += ["", f"LLM calls made by this run: {history[-1]['llm_calls']} (plans, code and critiques; HTTP "
                   f"retries not counted). Skills reused from the skill library, with no call to write them: {reused}."]
+    chain = next((h["curriculum"] for h in reversed(history) if h.get("curriculum")), None)
+    if chain and (run_dir / "stats.jsonl").is_file():  # the planner's chain, trained as a curriculum
+        stages = "; ".join(f"{s['subtask']} until step {s['end']} ({s['why']})" for s in chain["stages"]) or "none"
+        lines += ["", "Success per sub-task (share of the training episodes that ended in each iteration and "
+                  f"reached it). Curriculum stages done: {stages}; now training: {chain['current']}.", ""]
+        lines += CU.subtask_rows(read_jsonl(run_dir / "stats.jsonl"), chain["subtasks"])
     if args.task == "crafter":
         score, rates = crafter_score(run_dir / "stats.jsonl")
         lines += ["", f"Crafter score over all training episodes: {score:.1f}", "",

@@ -338,8 +338,36 @@ def record_iteration(run: dict, state: dict, critic_stats: dict, ev: dict, stats
                              "eval_length": ev["mean_length"], "eval_env_steps": ev["env_steps"],
                              "code_actions": list(library.active.values()), "rl_config": rl_config,
                              "llm_calls": llm_calls(run), "reused": state.get("reused", []),
-                             "n_actions": n_actions,
+                             "n_actions": n_actions, "curriculum": _curriculum_row(state.get("curriculum")),
                              "wall_s": round(time.time() - t0, 1)})
     shown = "-" if train_success is None else f"{train_success:.2f}"
     tqdm.write(f"[iter {k}] env steps {step}: train success {shown} (n={n_train}), "
                f"eval success {ev['success_rate']:.2f} (n={critic_stats['eval_episodes']})")
+
+
+def _curriculum_row(saved: dict | None) -> dict | None:
+    """The curriculum as the history keeps it: the chain, the sub-task being trained, the stages done."""
+    if not saved:
+        return None
+    current = saved["subtasks"][saved["stage"]] if saved["stage"] < len(saved["subtasks"]) else None
+    return {"subtasks": saved["subtasks"], "current": current, "stages": saved["stages"]}
+
+
+def episode_rows(run: dict, iteration: int) -> list[dict]:
+    """The Crafter stats rows (stats.jsonl) of the training episodes that ended in this iteration."""
+    path = run["dir"] / "stats.jsonl"
+    return [r for r in report.read_jsonl(path) if r.get("iteration") == iteration] if path.is_file() else []
+
+
+def log_rejections(k: int, what: str, slow) -> None:
+    """One line per reply the slow agent rejected, in the user's words (the model got its own)."""
+    for n, problem in enumerate(slow.last_rejections, 1):
+        tqdm.write(f"[iter {k + 1}] {what} reply {n} rejected: {problem[:200]}")
+
+
+def llm_failed(run_dir: Path, error: Exception) -> int:
+    """The LLM could not be used (transport, or unusable replies after every repair): say so, exit 2."""
+    print(f"error: the LLM could not be used: {error}", file=sys.stderr)
+    if (run_dir / "llm_transcript.jsonl").is_file():
+        print(f"every request and reply is in {run_dir / 'llm_transcript.jsonl'}", file=sys.stderr)
+    return 2

@@ -318,6 +318,10 @@ SHAPING = {"collect_wood": ("wood", 0.1), "collect_stone": ("stone", 0.1), "coll
            "make_iron_pickaxe": ("iron_pickaxe", 0.3)}
 
 
+FOUND = {"tree": "wood", "stone": "stone", "coal": "coal", "iron": "iron", "diamond": "diamond"}  # target -> item
+STAGE_SHAPING = 0.2  # a search sub-action's pull towards its item while its sub-task is trained (plan's: 0.1)
+
+
 def _code_spec(skill: CodeAction) -> str:
     return (f"{skill.doc.removeprefix(LABEL)} Return True when it has done so; return False at once, "
             "without wasting steps, when the target is not in view or materials are missing.")
@@ -334,7 +338,14 @@ def reference_plan(task_name: str) -> dict:
         subtasks = chain if len(task.prerequisites) >= LONG_CHAIN else []
     targets = [STEPS[a][0] for a in chain if a in STEPS and STEPS[a][0]]
     subactions = []
-    if targets:
+    if targets and subtasks and task.achievement:  # a curriculum: one search per sub-task, with its own pull
+        for a in [a for a in chain if a in STEPS and STEPS[a][0]]:
+            target = STEPS[a][0]
+            subactions.append({"name": f"find_{target}", "how": "rl", "subtask": a, "reason": RL_REASON,
+                               "spec": f"While {a} is being learned: explore until {target} is in view, "
+                                       "without walking into lava or water; the code action does the rest.",
+                               "rl_config": {"shaping": {FOUND[target]: STAGE_SHAPING}}})
+    elif targets:
         name = f"find_{targets[0]}" if len(targets) == 1 else "explore"
         spec = (f"Explore until what the next step needs is in view ({', '.join(targets)}), without walking "
                 "into lava or water; the code actions then do the rest.")

@@ -21,7 +21,16 @@ import json
 
 import skills
 from core import MAX_SUBACTIONS, SHAPING_RANGE, CodeAction, Plan, Task, api_doc
-from critic import FEEDBACK_SCHEMA, Feedback, active_code, check_feedback, num, rule_based_critique, success_text
+from critic import (
+    FEEDBACK_SCHEMA,
+    Feedback,
+    active_code,
+    apply_feedback,
+    check_feedback,
+    num,
+    rule_based_critique,
+    success_text,
+)
 from env import api_for, get_task
 from llm import LLMReplyError
 
@@ -42,16 +51,21 @@ Primitive API that code sub-actions are written against:
 {api_doc}
 
 Base actions of the RL agent: {actions}
+Milestones (what a sub-task can be, each with its own success test): {milestones}
 
 Reply with JSON:
 - "subtasks": {subtasks_rule}
 - "subactions": 1 to {max_subactions} items {{"name": unique snake_case name, "how": "code" or "rl", \
-"spec": one paragraph saying what it must do and when it has succeeded, "reason": why code or rl}}.
+"spec": one paragraph saying what it must do and when it has succeeded, "reason": why code or rl; \
+optionally "subtask": the sub-task (from "subtasks") it serves, and for an "rl" sub-action its own \
+"rl_config" (same menu as below), used on top of the plan's while that sub-task is being trained}}.
 - "rl_config": only from this menu: "shaping": {{inventory item: reward per unit gained, {lo} to {hi}}} \
 with items from {items}; "mask_actions": base actions the RL agent never needs for this task."""
 
 SUBTASKS_LONG = ("this task has a long prerequisite chain, so first list the chain of sub-tasks that "
-                 "reaches it, in order, ending with the task itself; then give sub-actions that serve them.")
+                 "reaches it, in order, ending with the task itself; then give sub-actions that serve them. "
+                 "Training follows the chain as a curriculum, one sub-task at a time, so each sub-task must be "
+                 "one of the milestones above.")
 SUBTASKS_SHORT = "[] (the task is short enough to plan directly)."
 
 LIBRARY_NOTE = """
@@ -63,7 +77,7 @@ written for it. Leave "reuse" out for code that must be written anew."""
 
 REPLAN_PROMPT = """
 
-Your previous plan was trained with RL. The plan:
+Your previous plan was trained with RL. The plan, with the critic's moves and RL config applied:
 {previous}
 The critic's feedback:
 {feedback}
@@ -107,7 +121,8 @@ PLAN_SCHEMA = {"type": "object", "required": ["subtasks", "subactions", "rl_conf
     "subactions": {"type": "array", "minItems": 1, "items": {
         "type": "object", "required": ["name", "how", "spec", "reason"],
         "properties": {"name": _STR, "how": {"enum": ["code", "rl"]}, "spec": _STR, "reason": _STR,
-                       "reuse": {"type": "boolean"}}}},
+                       "reuse": {"type": "boolean"}, "subtask": _STR,
+                       "rl_config": {"type": "object"}}}},
     "rl_config": {"type": "object", "properties": {
         "shaping": {"type": "object", "additionalProperties": {"type": "number"}}, "mask_actions": _STRS}}}}
 
@@ -130,7 +145,10 @@ class SlowAgent:
 
     def plan(self, task: Task, env_doc: str, feedback: Feedback | None = None,
              previous: Plan | None = None) -> Plan:
-        """A validated plan; from the second iteration on, `feedback` and `previous` revise it."""
+        """A validated plan; from the second iteration on, `feedback` and `previous` revise it. Both backends
+        start a revision from the same place: the previous plan with the critic's decisions applied."""
+        if feedback is not None and previous is not None:
+            previous = apply_feedback(previous, feedback)
         if self.llm is None:
             return self._library_plan(task, feedback, previous)
 
@@ -193,17 +211,14 @@ class SlowAgent:
                          f"repair(s); last problem: {problem}{began}")
 
     def _library_plan(self, task: Task, feedback: Feedback | None, previous: Plan | None) -> Plan:
-        """The hand-written reference plan; a re-plan applies the critic's code/RL moves to it."""
+        """The hand-written reference plan; a re-plan is the previous plan with the critic's decisions applied."""
         try:
             plan = Plan.from_dict({**skills.reference_plan(task.name), "task": task.name}, task)
         except ValueError as e:
             raise AgentError(f"the hand-written reference plan of {task.name!r} is invalid: {e}") from e
         if feedback is None:
             return plan
-        plan = Plan.from_dict((previous or plan).to_dict())
-        for s in plan.subactions:
-            s.how = "code" if s.name in feedback.to_code else "rl" if s.name in feedback.to_rl else s.how
-        return plan
+        return previous if previous is not None else apply_feedback(plan, feedback)
 
 
 def plan_messages(task: Task, env_doc: str, feedback: Feedback | None = None,
@@ -213,6 +228,7 @@ def plan_messages(task: Task, env_doc: str, feedback: Feedback | None = None,
         task=task.name, description=task.description, chain=" -> ".join(task.prerequisites) or "none",
         api_doc=env_doc, actions=", ".join(task.actions), max_subactions=MAX_SUBACTIONS,
         subtasks_rule=SUBTASKS_LONG if len(task.prerequisites) >= LONG_CHAIN else SUBTASKS_SHORT,
+        milestones=", ".join(task.milestones) or "none",
         lo=SHAPING_RANGE[0], hi=SHAPING_RANGE[1], items=", ".join(task.items))
     if library:
         text += LIBRARY_NOTE.format(skills="\n".join(f"- {name}: {line}" for name, line in library.items()))

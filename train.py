@@ -18,13 +18,9 @@ One iteration (the paper's two loops):
      its feedback goes to the next plan (the slow loop)
 Budgets, curves and tables count primitive env steps: a code action that ran 12 steps counts 12.
 
-One set of training envs lives for the whole run: new code actions are added to it in place, and
-neither an iteration's end nor a checkpoint resets it, so no episode is cut by the trainer (a cut
-episode would be dropped from every statistic, and the long, failing ones are the ones cut most).
-An iteration ends where its share of the budget is spent (within one vector step); PPO learns from
-that last, shorter rollout like from any other, and the next iteration goes on with the same episodes.
-Checkpoints are written at rollout boundaries, so they do not change what is learned. The learning
-rate anneals linearly over the whole run's --total-steps: iterations do not restart it.
+One set of training envs lives for the whole run (new code actions join it in place; no iteration end
+or checkpoint resets it), so the trainer cuts no episode: cut ones, mostly the long failing ones, would
+vanish from every statistic. Checkpoints sit at rollout boundaries and do not change what is learned.
 
 Under torchrun (RANK/WORLD_SIZE set) every rank steps --num-envs / WORLD_SIZE envs and trains the same
 agent (ppo.py averages gradients, sums steps: distributed.py); rank 0 alone talks to the LLM and broadcasts
@@ -43,15 +39,16 @@ import torch
 from tqdm import tqdm
 
 import cli
+import curriculum as CU
 import distributed as D
 import env as E
 import ppo as P
 import report
 import run_dir as RD
 import skills
-from code_actions import Library, evaluate, is_crafter, reuse_skill, run_program, whole_task_subaction
+from code_actions import Library, evaluate, grow_actions, is_crafter, reuse_skill, run_program, whole_task_subaction
 from core import Plan, api_doc
-from critic import Feedback
+from critic import Feedback, rollback_if_worse, stall_shares
 from fast_agent import FastAgent
 from llm import LLMError
 from run_dir import IterationTally, save  # save by name: tests patch train.save to stop a run mid-iteration
@@ -124,17 +121,12 @@ def parse_args(argv: list[str] | None = None) -> tuple[Args, P.PPOConfig, argpar
 # The run.
 
 
-def log_rejections(k: int, what: str, slow: SlowAgent) -> None:
-    """One line per reply the slow agent rejected, in the user's words (the model got its own)."""
-    for n, problem in enumerate(slow.last_rejections, 1):
-        tqdm.write(f"[iter {k + 1}] {what} reply {n} rejected: {problem[:200]}")
-
-
 def agents_phase(args, run, slow, fast, library, state, doc) -> None:
     """Steps 1-2 of an iteration: (re)plan, then write every code sub-action not yet accepted."""
     k, it_dir = state["iteration"], run["dir"] / f"iter_{state['iteration'] + 1}"  # as the log: [iter 1]
     (it_dir / "skills").mkdir(parents=True, exist_ok=True)
     feedback = Feedback.from_dict(state["feedback"]) if state["feedback"] else None
+    before = {"plan": state["plan"], "active": dict(library.active)}  # a change the critic made is measured
     if args.mode == "code":
         subs = [whole_task_subaction(args)]
         plan = Plan(args.task, [], subs, {"shaping": {}, "mask_actions": []})
@@ -143,26 +135,32 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
         if run["skills"] is not None:  # read again every iteration: other runs may have added skills
             slow.library = run["skills"].catalogue(args.task)
         try:
-            if run["llm"] is not None:  # LLM calls can take minutes: say what we are waiting for
-                tqdm.write(f"[iter {k + 1}] asking the slow agent for a plan ...")
-            plan = slow.plan(E.get_task(args.task), doc, feedback=feedback, previous=previous)
+            if state.pop("rolled_back", False):  # the critic's change was rolled back: train that plan again
+                plan = previous
+            else:
+                if run["llm"] is not None:  # LLM calls can take minutes: say what we are waiting for
+                    tqdm.write(f"[iter {k + 1}] asking the slow agent for a plan ...")
+                plan = slow.plan(E.get_task(args.task), doc, feedback=feedback, previous=previous)
         except (LLMError, AgentError) as e:
             if previous is None:
                 raise
             tqdm.write(f"[iter {k + 1}] planning failed ({e}); carrying on with the last good plan")
             plan = previous
         finally:
-            log_rejections(k, "plan", slow)
+            RD.log_rejections(k, "plan", slow)
         subs = [] if args.mode == "rl+config" else plan.code_subactions  # rl+config: the plan's RL config only
     state["plan"] = plan.to_dict()
     (it_dir / "plan.json").write_text(json.dumps(state["plan"], indent=2))
     for sub in subs:
         fix = feedback.fixes.get(sub.name) if feedback else None
-        if sub.name in library.active and not fix:
+        variant = feedback.variants.get(sub.name) if feedback else None
+        if sub.name in library.active and not fix and not variant:
             continue  # accepted before and the critic is happy with it
         action = None
         if args.mode == "code" and run["llm"] is None:
             action = skills.whole_task_program(args.task, args.max_macro_steps)
+        elif variant:  # the critic chose another hand-written version of this skill
+            action = skills.variants(sub.name)[variant]
         elif sub.reuse and not fix and (action := reuse_skill(run["skills"], sub.name, fast.check_and_dry_run, k + 1)):
             state["reused"] = state.get("reused", []) + [sub.name]
         else:
@@ -180,15 +178,10 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
         (it_dir / "skills" / f"{action.name}.py").write_text(action.source)
     for name in [n for n in library.active if n not in {s.name for s in subs}]:
         library.active.pop(name)  # the plan moved it to RL: masked from now on
+    if feedback is not None and (state["plan"], library.active) != (before["plan"], before["active"]):
+        state["before_change"] = before  # kept only if the next iteration is not worse (critic.rollback_if_worse)
     tqdm.write(f"[iter {k + 1}] plan: {len(plan.subactions)} sub-actions; code actions in use: "
                f"{', '.join(library.active.values()) or 'none'}")
-
-
-def plan_rl_config(args: Args, state: dict) -> dict:
-    """The plan's action mask and reward shaping, in the modes that use them (rlgpt and rl+config)."""
-    if args.mode not in ("rlgpt", "rl+config") or not state["plan"]:
-        return {}
-    return Plan.from_dict(state["plan"]).rl_config
 
 
 def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: dict) -> None:
@@ -196,12 +189,20 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
     k, t0 = state["iteration"], time.time()
     n_base = ppo.agent.n_actions - len(library.actions)
     plan = Plan.from_dict(state["plan"]) if state["plan"] else None
-    rl_config = plan_rl_config(args, state)
-    mask = library.mask(n_base, rl_config.get("mask_actions", []))
+    cu = CU.for_plan(state.get("curriculum"), plan, args.total_steps - ppo.global_step, ppo.global_step) \
+        if args.mode in ("rlgpt", "rl+config") and E.is_crafter(args.task) else None  # the planner's chain
+    state["curriculum"] = cu.to_dict() if cu else None
     envs = run["envs"]
-    if is_crafter(args):  # the plan's shaping, and the iteration the stats rows name (the one they end in)
-        envs.call("set_shaping", rl_config.get("shaping"))
-        envs.set_attr("iteration", k + 1)  # 1-based, as iter_1/ and the log
+
+    def configure():  # the plan's shaping, the current sub-task, its rl config; -> the action mask
+        rl_config = CU.plan_rl_config(args.mode, state)
+        if is_crafter(args):  # and the iteration the stats rows name (the one they end in), 1-based as iter_1/
+            envs.call("set_shaping", rl_config.get("shaping"))
+            envs.call("set_subtask", cu.current if cu else None)
+            envs.set_attr("iteration", k + 1)
+        return library.mask(n_base, rl_config.get("mask_actions", []))
+
+    mask = configure()
     program = n_base + library.actions.index(
         next(a for a in library.actions if a.name == library.active["solve_task"])) \
         if args.mode == "code" and "solve_task" in library.active else None
@@ -210,20 +211,30 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
                            initial=min(target, ppo.global_step) - start, desc=f"iter {k + 1}/{args.iterations}")
     stats = tally.stats
 
-    def on_update(step: int) -> None:  # at a rollout boundary: checkpoint once past each multiple
-        # not at the iteration's last update: main() saves after evaluation and the critic
+    def on_step(actions, infos) -> None:
+        stats(actions, infos)
+        if cu is not None:
+            cu.seen(infos)
+
+    def on_update(step: int):  # at a rollout boundary: the curriculum may move on (-> its new mask)
+        moved = cu.update(step) if cu is not None else None
+        if moved:
+            tqdm.write(f"[iter {k + 1}] {moved}")
+        state["curriculum"] = cu.to_dict() if cu is not None else None
+        # checkpoint once past each multiple (not at the iteration's last update: main() saves after it)
         if step < target and step // args.checkpoint_every > run["checkpoint_mark"]:
             run["checkpoint_mark"] = step // args.checkpoint_every
             state["progress"] = tally.checkpoint()
             save(run, ppo, library, state)
             del state["progress"]
+        return configure() if moved else None  # the next sub-task's mask, shaping and bonus
 
     if ppo.global_step >= target or (args.mode == "code" and program is None):
         pass  # done already, or no program was accepted: nothing runs, no step counts
     elif args.mode == "code":
         run_program(run, ppo, program, target - ppo.global_step, stats, tally.bar.update, tally.on_log, on_update)
     else:
-        ppo.train(envs, target - ppo.global_step, action_mask=mask, on_log=tally.on_log, on_step=stats,
+        ppo.train(envs, target - ppo.global_step, action_mask=mask, on_log=tally.on_log, on_step=on_step,
                   progress=tally.bar.update, on_update=on_update)
     tally.bar.close()
     stats.gather()
@@ -231,15 +242,20 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
         return
     RD.record_skills(run, library, stats, args.task, k + 1)
 
+    mask = configure() if cu is not None else mask  # the mask of the last sub-task trained
     ev = evaluate(ppo.agent, args, library, mask, k, ppo.cfg.gamma, fixed_action=program)
     train_success, n_train = tally.train_success()
     critic_stats = {"task": args.task, "mode": args.mode, "iteration": k + 1, "env_steps": ppo.global_step,
                     "success_rate": train_success, "success_episodes": n_train, "success_trend": tally.trend[-10:],
                     "eval_success_rate": ev["success_rate"], "eval_episodes": args.eval_episodes,
-                    "mean_episode_length": ev["mean_length"], "code_actions": stats.summary()}
-    RD.record_iteration(run, state, critic_stats, ev, stats, library, rl_config, ppo.agent.n_actions, t0)
-    if args.mode == "rl" or k + 1 == args.iterations:
-        return
+                    "mean_episode_length": ev["mean_length"], "code_actions": stats.summary(),
+                    "stalls": stall_shares(args.task, RD.episode_rows(run, k + 1)) if is_crafter(args) else {}}
+    RD.record_iteration(run, state, critic_stats, ev, stats, library, CU.plan_rl_config(args.mode, state),
+                        ppo.agent.n_actions, t0)
+    if why := rollback_if_worse(state, library):  # the critic's last change, measured
+        tqdm.write(f"[iter {k + 1}] the critic's change: {why}")
+    if args.mode == "rl" or k + 1 == args.iterations or state.get("rolled_back"):
+        return  # (after a rollback the critic's view of the dropped plan is moot: that plan trains again)
     frames = report.png_frames(ev["failed_frames"]) if args.vision else None
     active = [a for a in library.actions if a.name in library.active.values()]
     try:
@@ -250,26 +266,12 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
         tqdm.write(f"[iter {k + 1}] the critic failed ({e}); the next plan goes without feedback")
         return
     finally:
-        log_rejections(k, "critic", run["slow"])
+        RD.log_rejections(k, "critic", run["slow"])
     state["feedback"] = feedback.to_dict()
     (run["dir"] / f"iter_{k + 1}" / "feedback.json").write_text(json.dumps(state["feedback"], indent=2))
     tqdm.write(f"[iter {k + 1}] critic: {feedback.summary}")
-
-
-def grow_actions(args: Args, run: dict, ppo: P.PPO, library: Library, state: dict, n_base: int) -> None:
-    """New code actions join the agent (Agent.extend) and the run's envs (in place, no reset). A rewrite
-    (v2) starts from the logit row of the version it replaces; a new action's prior is taken over the
-    actions this iteration's mask allows."""
-    agent = ppo.agent
-    grow = n_base + len(library.actions) - agent.n_actions
-    if grow <= 0:
-        return
-    names = [a.name for a in library.actions]
-    copy_from = [n_base + names.index(a.replaces) if a.replaces in names else None
-                 for a in library.actions[-grow:]]
-    old_mask = library.mask(n_base, plan_rl_config(args, state).get("mask_actions", []))[:agent.n_actions]
-    agent.extend(grow, prior=ppo.cfg.new_action_prior, obs=ppo.next_obs, mask=old_mask, copy_from=copy_from)
-    E.set_vec_code_actions(run["envs"], library.actions)
+    for reason in feedback.reasons:
+        tqdm.write(f"[iter {k + 1}] critic decided: {reason}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -305,11 +307,9 @@ def main(argv: list[str] | None = None) -> int:
     run["checkpoint_mark"] = ppo.global_step // args.checkpoint_every
     if rank:  # each rank samples its own actions (a checkpoint holds rank 0's RNG state)
         P.seed_everything(args.seed + 1000 * rank + ppo.global_step)
-    dry_run_options = {"crafter_impl": args.crafter_impl} if is_crafter(args) else {}
-    slow = SlowAgent(run["llm"])
+    run["slow"] = slow = SlowAgent(run["llm"])
     fast = FastAgent(run["llm"], dry_run_task=args.task, dry_run_steps=args.max_macro_steps,
-                     dry_run_options=dry_run_options)
-    run["slow"] = slow
+                     dry_run_options={"crafter_impl": args.crafter_impl} if is_crafter(args) else {})
     try:
         while state["iteration"] < args.iterations:
             run["iteration"] = state["iteration"]
@@ -320,7 +320,8 @@ def main(argv: list[str] | None = None) -> int:
                     state, actions, active = D.broadcast([state, [asdict(a) for a in library.actions],
                                                           library.active])
                     library = Library([E.CodeAction(**a) for a in actions], active)
-                grow_actions(args, run, ppo, library, state, n_base)
+                old_mask = library.mask(n_base, CU.plan_rl_config(args.mode, state).get("mask_actions", []))
+                grow_actions(ppo, run["envs"], library, n_base, old_mask)
                 state["phase"] = "train"
                 save(run, ppo, library, state)
             train_iteration(args, run, ppo, library, state)
@@ -332,10 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\ninterrupted: resume with  python train.py --resume {run_dir}", file=sys.stderr)
         return 130
     except (LLMError, AgentError) as e:
-        print(f"error: the LLM could not be used: {e}", file=sys.stderr)
-        if (run_dir / "llm_transcript.jsonl").is_file():
-            print(f"every request and reply is in {run_dir / 'llm_transcript.jsonl'}", file=sys.stderr)
-        return 2
+        return RD.llm_failed(run_dir, e)
     finally:
         RD.close(run)
     if world > 1:

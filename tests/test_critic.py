@@ -130,8 +130,10 @@ def test_a_worse_iteration_is_rolled_back_and_noise_is_not():
     assert not keep and why.startswith("rolled back") and "n=200" in why
     assert keep_change((0.30, 20), (0.25, 20))[0]  # a drop well inside the noise of 20 episodes
     assert keep_change((0.30, 200), (0.35, 200))[0]
-    assert keep_change((0.30, 200), (None, 0)) == (True, "kept: success not measured on both sides "
-                                                         "(n=200 and n=0 finished episodes)")
+    assert keep_change((0.30, 200), (None, 0)) == (True, "kept: too few finished episodes to tell (n=200 and "
+                                                         "n=0; a rollback needs 20 on each side)")
+    assert keep_change((1.0, 6), (0.0, 19))[0]  # all to nothing, but 19 episodes are too few to act on
+    assert not keep_change((1.0, 20), (0.0, 20))[0]
 
 
 def test_applied_feedback_changes_the_plan_as_decided_and_leaves_the_old_one():

@@ -20,7 +20,7 @@ import env as E
 import ppo as P
 import run_dir as RD
 import train
-from code_actions import Library
+from code_actions import Library, grow_actions
 from tests.fake_llm import FakeLLMServer, Fault, server_error
 
 KEY = "sk-test-SECRET-never-written"
@@ -253,13 +253,12 @@ def test_a_rewritten_code_action_starts_from_its_old_logit_row(tmp_path):
     run["envs"] = RD.make_train_envs(args, run, cfg, Library())
     agent = P.Agent(run["envs"].single_observation_space, 17)
     ppo = P.PPO(agent, cfg)
-    state = {"plan": None}
-    train.grow_actions(args, run, ppo, library, state, 17)
+    grow_actions(ppo, run["envs"], library, 17, library.mask(17, []))
     with torch.no_grad():
         agent.actor[-1].weight[17].normal_()  # what PPO learned about calling v1
     v2 = library.add("chop_tree", E.CodeAction("chop_tree", E.CHOP_TREE.source.replace("30", "20")))
     assert (v1.name, v2.name, v2.replaces) == ("chop_tree", "chop_tree_v2", "chop_tree")
-    train.grow_actions(args, run, ppo, library, state, 17)
+    grow_actions(ppo, run["envs"], library, 17, library.mask(17, []))
     head = agent.actor[-1]
     assert agent.n_actions == 19 and run["envs"].single_action_space.n == 19
     assert torch.equal(head.weight[18], head.weight[17]) and head.bias[18] == head.bias[17]
