@@ -138,6 +138,7 @@ def rollback_if_worse(state: dict, library) -> str | None:
     history[-1]["change"] = why
     if not keep:
         state["plan"], library.active, state["rolled_back"] = before["plan"], dict(before["active"]), True
+        state["feedback"] = None  # what asked for the change is spent: nothing of it is applied again
     return why
 
 
