@@ -38,10 +38,12 @@ def fake_run(run_dir: Path, cell: A.Cell, lengths: list[int], unlocked: list[dic
     return run_dir
 
 
-def fake_result(results: Path, cell: A.Cell, success: float | None, n: int, *, version: int = A.RESULTS_VERSION,
+def fake_result(results: Path, cell: A.Cell, success: float | None, n: int, *, version: int | None = None,
                 commit: str = "abc", crafter: dict | None = None) -> dict:
-    """A result file as result_of writes it (only the fields the table reads are meaningful)."""
-    r = {"results_version": version, "task": cell.task, "mode": cell.mode, "seed": cell.seed, "budget": cell.budget,
+    """A result file as result_of writes it (only the fields the table reads are meaningful); by default
+    at its mode's current version."""
+    r = {"results_version": A.RESULTS_VERSION[cell.mode] if version is None else version, "task": cell.task,
+         "mode": cell.mode, "seed": cell.seed, "budget": cell.budget,
          "commit": commit, "dirty": False, "machine": {"cpu": "fake cpu", "cores": 2, "gpu": None},
          "curve": [{"step": cell.budget * k // A.POINTS, "n": n, "success": success} for k in range(1, A.POINTS + 1)],
          "train": {"n": n, "success": success}, "eval": {"n": 8, "success": success}}
@@ -87,7 +89,7 @@ def test_result_curve_counts_the_episodes_that_finished_in_each_window(tmp_path)
     assert (r["env_steps"], r["wall_s"], r["sps"]) == (1200, 50.0, 24.0)
     assert r["finished"] == {"episodes": 6, "env_steps": 1200}
     assert (r["commit"], r["resumed_at_commits"], r["dirty"], r["attempts"]) == ("abc", ["def"], True, 2)
-    assert r["results_version"] == A.RESULTS_VERSION and r["machine"]["cpu"] == "fake cpu"
+    assert r["results_version"] == A.RESULTS_VERSION["rlgpt"] and r["machine"]["cpu"] == "fake cpu"
     assert r["iterations"] == [{"iteration": 1, "env_steps": 500, "critic": "chop_tree is called blind",
                                 "code_actions": {"chop_tree": {"chosen": 40, "success_rate": 0.25,
                                                                "error": "no tree in view"}}}]
@@ -128,7 +130,8 @@ class FakeTrain:
             run_dir = Path(cmd[cmd.index("--resume") + 1])
         else:
             run_dir = Path(cmd[cmd.index("--runs-dir") + 1]) / cmd[cmd.index("--run-name") + 1]
-        cell = next(c for c in A.grid() + A.grid(quick=True) if c.name == run_dir.name)
+        cell = next(c for quick in (False, True) for c in A.grid(quick) + A.slowloop_grid(quick)
+                    if c.name == run_dir.name)
         fake_run(run_dir, cell, [cell.budget // 2] * 2, [{"collect_wood": 1}] * 2, finished=self.finish, attempts=())
         return self
 
@@ -140,7 +143,7 @@ def test_only_cells_without_a_current_result_run_and_each_result_is_written_at_o
     done, stale, new = (A.Cell("collect_wood", m, 1, 50_000) for m in ("rl", "code", "rlgpt"))
     results = tmp_path / "results"
     fake_result(results, done, 0.9, 10)
-    fake_result(results, stale, 0.1, 10, version=A.RESULTS_VERSION - 1)
+    fake_result(results, stale, 0.1, 10, version=A.RESULTS_VERSION["code"] - 1)
     calls = []
     monkeypatch.setattr(A.subprocess, "Popen", FakeTrain(calls))
     A.execute([done, stale, new], tmp_path / "out", results, ["--num-envs", "4"])
@@ -149,8 +152,8 @@ def test_only_cells_without_a_current_result_run_and_each_result_is_written_at_o
     assert calls[0][calls[0].index("--total-steps") + 1] == "50000"
     for cell in (stale, new):
         r = json.loads((results / f"{cell.name}.json").read_text())
-        assert r["results_version"] == A.RESULTS_VERSION and r["train"]["success"] == 1.0
-        run_dir = tmp_path / "out" / f"v{A.RESULTS_VERSION}" / cell.name
+        assert r["results_version"] == A.RESULTS_VERSION[cell.mode] and r["train"]["success"] == 1.0
+        run_dir = tmp_path / "out" / f"v{A.RESULTS_VERSION[cell.mode]}" / cell.name
         attempt = json.loads((run_dir / "attempts.jsonl").read_text())
         assert attempt["rc"] == 0 and attempt["machine"]["cores"] >= 1 and "commit" in attempt
     assert json.loads((results / f"{done.name}.json").read_text())["train"]["success"] == 0.9  # untouched
@@ -159,13 +162,13 @@ def test_only_cells_without_a_current_result_run_and_each_result_is_written_at_o
 def test_unfinished_run_resumes_a_finished_one_only_gets_its_result_a_failed_one_none(tmp_path, monkeypatch):
     partial, finished, failing = A.grid()[:3]
     out, results = tmp_path / "out", tmp_path / "results"
-    fake_run(out / f"v{A.RESULTS_VERSION}" / partial.name, partial, [100], [{}], finished=False)
-    fake_run(out / f"v{A.RESULTS_VERSION}" / finished.name, finished, [100], [{"collect_wood": 1}])
+    fake_run(out / f"v{A.RESULTS_VERSION[partial.mode]}" / partial.name, partial, [100], [{}], finished=False)
+    fake_run(out / f"v{A.RESULTS_VERSION[finished.mode]}" / finished.name, finished, [100], [{"collect_wood": 1}])
     assert "--llm" not in A.command_for(partial, out / "x", [])  # plain PPO (rl) needs no backend
     calls = []
     monkeypatch.setattr(A.subprocess, "Popen", FakeTrain(calls))
     A.execute([partial, finished], out, results, [])
-    assert len(calls) == 1 and calls[0][-2:] == ["--resume", str(out / f"v{A.RESULTS_VERSION}" / partial.name)]
+    assert len(calls) == 1 and calls[0][-2:] == ["--resume", str(out / f"v{A.RESULTS_VERSION['rl']}" / partial.name)]
     assert (results / f"{partial.name}.json").is_file() and (results / f"{finished.name}.json").is_file()
     monkeypatch.setattr(A.subprocess, "Popen", FakeTrain(calls, finish=False))  # exits 0 without summary.md
     A.execute([failing], out, results, [])
@@ -187,7 +190,7 @@ def test_table_shows_mean_spread_and_counts_lists_missing_and_stale_cells(tmp_pa
         fake_result(results, c, s, n)
     empty_window = A.Cell("place_table", "code", 1, 100_000)
     fake_result(results, empty_window, None, 0)
-    fake_result(results, A.Cell("place_table", "rl", 2, 100_000), 0.5, 10, version=A.RESULTS_VERSION + 1)
+    fake_result(results, A.Cell("place_table", "rl", 2, 100_000), 0.5, 10, version=A.RESULTS_VERSION["rl"] + 1)
     rates = dict.fromkeys(E.ACHIEVEMENTS, 0.0) | {"collect_wood": 90.0}
     fake_result(results, A.Cell("crafter", "rlgpt", 1, 1_000_000), None, 0,
                 crafter={"score": 1.234, "episodes": 77, "achievements": rates})
@@ -206,7 +209,7 @@ def test_table_shows_mean_spread_and_counts_lists_missing_and_stale_cells(tmp_pa
     assert "- collect_wood (50000): rl+config s1 s2 s3; code s1 s2 s3\n" in text
     assert "- place_table (100000): rl s1 s2 s3; rl+config s1 s2 s3; code s2 s3; rlgpt s1 s2 s3\n" in text
     assert "- crafter (1000000): rl s1\n" in text and f"Missing ({50 - 8} of 50 cells):" in text
-    assert f"place_table__rl__s2__100000 (v{A.RESULTS_VERSION + 1})" in text.split("Stale")[1]
+    assert f"place_table__rl__s2__100000 (v{A.RESULTS_VERSION['rl'] + 1})" in text.split("Stale")[1]
     assert row_of(text, "ours: rlgpt (reference skills, not an LLM), seed 1")[0][1:] == [
         "1000000", "1.2 (77 episodes)", "measured here"]
     assert "| ours: rl, seed 1 | 1000000 | — | measured here: no result yet |" in text
