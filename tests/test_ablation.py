@@ -1,6 +1,7 @@
 """bench/ablation.py on fake run directories and fake result files: results, resuming, staleness, the table."""
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -262,3 +263,61 @@ def test_the_readme_matches_bench_results():
     done = subprocess.run([sys.executable, "-m", "bench.ablation", "--check"], cwd=REPO, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_v1_results_of_the_modes_the_slow_loop_changed_are_stale_rl_and_code_stay_current(tmp_path, monkeypatch):
+    """rlgpt and rl+config v2 is "the slow loop acts"; rl and code runs did not change, their v1 results count."""
+    results, out = tmp_path / "results", tmp_path / "out"
+    cells = [A.Cell("collect_wood", m, 1, 50_000) for m in A.MODES]
+    for c in cells:
+        fake_result(results, c, 0.5, 10, version=1)
+    calls = []
+    monkeypatch.setattr(A.subprocess, "Popen", FakeTrain(calls))
+    A.execute(cells, out, results, [])
+    assert [c[c.index("--mode") + 1] for c in calls] == ["rl+config", "rlgpt"]
+    assert [p.name for p in out.iterdir()] == [f"v{A.RESULTS_VERSION['rlgpt']}"] != ["v1"]  # a fresh directory
+    # the committed v1 results split the same way, and the README lists exactly the stale ones
+    v1 = [r for r in A.load(REPO / "bench" / "results") if r["results_version"] == 1]
+    assert {r["mode"] for r in v1} == set(A.MODES)
+    assert [A.is_current(r) for r in v1] == [r["mode"] in ("rl", "code") for r in v1]
+    stale = (REPO / "README.md").read_text().split("Stale, not shown")[1].split("\n")[0]
+    assert [A.cell_of(r).name in stale for r in v1] == [not A.is_current(r) for r in v1]
+
+
+def iterations_of(cmd: list[str]) -> tuple[str, int]:
+    """(mode, iterations) as train.py itself parses the command."""
+    import train
+    args, _, _ = train.parse_args(cmd[2:])
+    return args.mode, args.iterations
+
+
+def test_slowloop_grid_runs_rlgpt_with_3_iterations_against_1_and_has_its_own_table(tmp_path, monkeypatch):
+    slow = A.slowloop_grid()
+    assert len(slow) == len(set(slow)) == 12 and {c.seed for c in slow} == set(A.SEEDS)
+    assert {(c.task, c.mode, c.budget) for c in slow} == {
+        (t, m, 300_000) for t in ("make_stone_pickaxe", "collect_iron") for m in ("rlgpt", "rlgpt-1iter")}
+    monkeypatch.setattr(A, "ROOT", tmp_path)
+    md = readme(tmp_path)
+    calls = []
+    monkeypatch.setattr(A.subprocess, "Popen", FakeTrain(calls))
+    assert A.main(["--grid", "slowloop", "--seeds", "1", "--tasks", "collect_iron"]) == 0
+    assert [iterations_of(c) for c in calls] == [("rlgpt", 3), ("rlgpt", 1)]
+    assert [c[c.index("--total-steps") + 1] for c in calls] == ["300000"] * 2
+    calls.clear()  # --quick covers it too, and its --iterations 2 does not undo rlgpt-1iter's 1
+    assert A.main(["--quick", "--grid", "slowloop"]) == 0
+    assert [iterations_of(c) for c in calls] == [("rlgpt", 2), ("rlgpt", 1)] * 2
+    quick = (tmp_path / "bench" / "out" / "ablation-quick" / "results.md").read_text()
+    assert "Missing: none." in quick.split("With and without the slow loop")[1]
+    results = tmp_path / "bench" / "results"
+    shutil.rmtree(results)  # FakeTrain's results from the first call
+    for c in slow:
+        if c.task == "make_stone_pickaxe" and c.seed < 3:
+            fake_result(results, c, 0.2 + 0.3 * (c.mode == "rlgpt") + 0.1 * c.seed, 10)
+    assert A.main(["--table"]) == 0
+    text = md.read_text().split("With and without the slow loop")[1]
+    assert row_of(text, "make_stone_pickaxe", "300000")[0][2:] == [
+        "0.65 ± 0.07 (n=2, 20 ep)", "0.35 ± 0.07 (n=2, 20 ep)", "0.65 ± 0.07 (n=2, 16 ep)", "0.35 ± 0.07 (n=2, 16 ep)"]
+    assert row_of(text, "collect_iron", "300000")[0][2:] == ["—"] * 4
+    assert "Missing (8 of 12 cells):\n- make_stone_pickaxe (300000): rlgpt s3; rlgpt-1iter s3\n" \
+           "- collect_iron (300000): rlgpt s1 s2 s3; rlgpt-1iter s1 s2 s3\n" in text
+    assert "Not in a grid" not in text and "![make_stone_pickaxe](docs/results_make_stone_pickaxe.png)" in text
