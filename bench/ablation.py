@@ -1,35 +1,31 @@
-"""The ablation grid (plain PPO, PPO with the plan's configuration, one program, RL-GPT), kept as data;
-and a second, small grid: RL-GPT with and without its slow loop.
+"""The ablation grid (plain PPO, PPO with the plan's config, one program, RL-GPT) and the slow loop's, as data.
 
     python -m bench.ablation                 # run every grid cell that has no current result (days on 2 cores)
     python -m bench.ablation --tasks collect_wood --modes rl rlgpt --seeds 1    # only a slice of the grid
-    python -m bench.ablation --grid slowloop     # the slow-loop grid instead (a slice of it works the same)
+    python -m bench.ablation --grid slowloop     # the slow-loop grid instead (--quick, slices: the same)
     python -m bench.ablation --table         # rebuild README.md's results section (both grids), docs/results_*.png
     python -m bench.ablation --check         # exit 1 if README.md's results section differs from the data
     python -m bench.ablation --quick         # smoke test: 1 seed, tiny budgets, all of it under bench/out/
     python -m bench.ablation -- --num-envs 16                # anything after -- goes to every train.py run
 
 Run it from the repo root as a module (as above). A cell is (task, mode, seed, env-step budget). Its run
-is `train.py` in a subprocess, one at a time, in bench/out/ablation/v<its mode's version>/<cell>/ (git-ignored;
-an interrupted run is continued with --resume). As soon as it finishes, its result, a few kB read from
-the run's own logs, is written atomically to bench/results/<cell>.json, to be committed with the code,
-so the table grows across sessions and machines. A cell with a current result is never run again.
+is `train.py` in a subprocess, one at a time, in bench/out/ablation/v<its mode's version>/<cell>/
+(git-ignored; an interrupted run is continued with --resume). Its result, a few kB read from the run's
+logs, is written atomically to bench/results/<cell>.json the moment it finishes, to be committed with the
+code. A cell with a current result never runs again.
 
-Stale results: RESULTS_VERSION below holds one number per mode, bumped by hand in any commit that changes
-what that mode's runs measure (trainer, learner, env, skills, budgets' meaning). A result counts iff its
-`results_version` is its mode's number; any other is stale: the table lists it without showing it, and
-the cell runs again, into a fresh v<N>/ directory, and overwrites it. v2 of `rlgpt` and `rl+config` is
-"the slow loop acts" (the critic's decisions change the next iteration, a worse change is rolled back,
-long tasks train their chain of sub-tasks as a curriculum); `rl` and `code` runs did not change: v1.
-The commit each run ran at, with a dirty flag, is recorded for audit; it does not decide staleness.
-All but `rl` use `--llm library`: the hand-written reference skills and plans, not an LLM.
+Stale results: RESULTS_VERSION holds one number per mode, bumped by hand in any commit that changes what
+that mode's runs measure (trainer, learner, env, skills, budgets' meaning). A result counts iff its
+`results_version` is its mode's number; any other is stale: listed, not shown, and its cell runs again
+into a fresh v<N>/ directory. v2 of `rlgpt` and `rl+config`: "the slow loop acts" (the critic's decisions
+change the next iteration, a worse change is rolled back, long tasks train their sub-tasks as a
+curriculum); `rl` and `code` runs did not change: v1. Each run's commit is recorded for audit only.
 
 The modes separate the two things RL-GPT adds to PPO: `rl+config` is plain PPO with the plan's action
 mask and reward shaping but no code action, so rl -> rl+config measures the plan's RL config alone and
-rl+config -> rlgpt the code actions alone. The slow-loop grid (issue 15) measures the slow loop:
-`rlgpt` (train.py's default `--iterations 3`) against `rlgpt-1iter`, `rlgpt` run with `--iterations 1`
-(one plan, the critic never acts), on two long tasks at 300k env steps. `rlgpt-1iter` is the control
-of `rlgpt`: bump both numbers together.
+rl+config -> rlgpt the code actions alone. The slow-loop grid (issue 15) measures the slow loop: `rlgpt`
+(train.py's default `--iterations 3`) against `rlgpt-1iter`, i.e. `rlgpt` run with `--iterations 1` (one
+plan, the critic never acts), at 300k env steps. `rlgpt-1iter` is rlgpt's control: bump both together.
 """
 
 from __future__ import annotations
@@ -60,6 +56,11 @@ MODES = ("rl", "rl+config", "code", "rlgpt")
 SLOWLOOP_MODES = ("rlgpt", "rlgpt-1iter")
 SLOWLOOP = {"make_stone_pickaxe": 300_000, "collect_iron": 300_000}  # the slow-loop grid's tasks and budgets
 QUICK_SLOWLOOP = {"make_stone_pickaxe": 2_500, "collect_iron": 2_500}
+SLOWLOOP_TITLE = ("**With and without the slow loop** (`--grid slowloop`): `rlgpt` (`--iterations 3`: the critic's "
+                  "decisions change the next iteration) against `rlgpt-1iter` (`rlgpt` with `--iterations 1`: one "
+                  "plan, the critic never acts); training success at the budget and evaluation success as above.")
+SLOWLOOP_COLUMNS = [(f"{what}: {label}", mode, key) for key, what in (("train", "training"), ("eval", "evaluation"))
+                    for mode, label in (("rlgpt", "with (`rlgpt`)"), ("rlgpt-1iter", "without (`rlgpt-1iter`)"))]
 SEEDS = (1, 2, 3)
 BUDGETS = {"collect_wood": 50_000, "place_table": 100_000, "make_wood_pickaxe": 200_000,
            "collect_stone": 300_000, "crafter": 1_000_000}
@@ -106,14 +107,6 @@ def slowloop_grid(quick: bool = False) -> list[Cell]:
     """Both modes of a seed together, so the comparison is complete seed by seed."""
     return [Cell(task, mode, seed, budget) for task, budget in (QUICK_SLOWLOOP if quick else SLOWLOOP).items()
             for seed in (SEEDS[:1] if quick else SEEDS) for mode in SLOWLOOP_MODES]
-
-
-GRIDS = {"main": grid, "slowloop": slowloop_grid}
-
-
-def run_dir_of(cell: Cell, out: Path) -> Path:
-    """Each version of a mode runs in its own directory: a stale run is never resumed as a current one."""
-    return out / f"v{RESULTS_VERSION[cell.mode]}" / cell.name
 
 
 def is_current(r: dict) -> bool:
@@ -289,7 +282,7 @@ def execute(cells: list[Cell], out: Path, results: Path, extra: list[str]) -> No
         if path.is_file() and is_current(read_result(path)):
             print(f"{head}: has a result, skipped", flush=True)
             continue
-        run_dir = run_dir_of(cell, out)
+        run_dir = out / f"v{RESULTS_VERSION[cell.mode]}" / cell.name  # a stale run is never resumed as current
         if not (run_dir / "summary.md").is_file():
             cmd = command_for(cell, run_dir, extra)
             print(f"{head}: {'resuming' if '--resume' in cmd else 'running'} in {run_dir} ...", end=" ", flush=True)
@@ -326,8 +319,7 @@ def mean_sd(values: list[tuple[float | None, int]]) -> str:
     return f"{x.mean():.2f}{spread} (n={len(x)}, {eps} ep)"
 
 
-def success_table(title: str, current: dict[Cell, dict], cells: list[Cell], columns: list[tuple[str, str, str]]
-                  ) -> list[str]:
+def success_table(title: str, current: dict[Cell, dict], cells: list[Cell], columns: list[tuple]) -> list[str]:
     """A row per task; a column per (header, mode, "train" or "eval"): that mode's seeds, mean ± sd."""
     budgets = dict.fromkeys((c.task, c.budget) for c in cells if c.task != "crafter")
     lines = [title, "", "| task | budget | " + " | ".join(h for h, _, _ in columns) + " |",
@@ -339,21 +331,21 @@ def success_table(title: str, current: dict[Cell, dict], cells: list[Cell], colu
     return lines + [""]
 
 
-def plotted(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
-    """The tasks of `cells` with a success curve to plot (crafter has none: its score is in a table)."""
-    return list(dict.fromkeys(c.task for c, r in current.items() if c in cells
-                              and c.task != "crafter" and any(p["success"] is not None for p in r["curve"])))
+def plotted(current: dict[Cell, dict]) -> list[str]:
+    """The tasks with a success curve to plot (crafter has none: its score is in a table)."""
+    return list(dict.fromkeys(c.task for c, r in current.items()
+                              if c.task != "crafter" and any(p["success"] is not None for p in r["curve"])))
 
 
 def plot_links(current: dict[Cell, dict], cells: list[Cell], md_dir: Path, plot_dir: Path) -> list[str]:
-    links = [f"![{t}]({os.path.relpath(plot_dir / f'results_{t}.png', md_dir)})" for t in plotted(current, cells)]
-    return links + [""] if links else []
+    tasks = plotted({c: r for c, r in current.items() if c in cells})
+    return [f"![{t}]({os.path.relpath(plot_dir / f'results_{t}.png', md_dir)})" for t in tasks] + [""] * bool(tasks)
 
 
 def write_plots(current: dict[Cell, dict], plot_dir: Path) -> None:
     """Per task: training success vs env steps at the curve's points, mean over seeds and their range."""
     plot_dir.mkdir(parents=True, exist_ok=True)
-    for task in plotted(current, list(current)):
+    for task in plotted(current):
         curves: dict[str, list] = {}
         for cell, r in current.items():
             pts = [p for p in r["curve"] if p["success"] is not None]
@@ -401,14 +393,11 @@ def missing_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
 
 def provenance(found: list[dict], current: dict[Cell, dict]) -> list[str]:
     """Which results are stale or outside both grids, where and at which commits the shown ones ran."""
-    lines = []
     stale = [r for r in found if r["mode"] in RESULTS_VERSION and not is_current(r)]
-    if stale:
-        lines += ["Stale, not shown (not their mode's RESULTS_VERSION): "
-                  + ", ".join(f"{cell_of(r).name} (v{r['results_version']})" for r in stale) + ".", ""]
     outside = [r for r in found if cell_of(r) not in current and r not in stale]
-    if outside:
-        lines += ["Not in a grid, not shown: " + ", ".join(cell_of(r).name for r in outside) + ".", ""]
+    lines = ["Stale, not shown (not their mode's RESULTS_VERSION): "
+             + ", ".join(f"{cell_of(r).name} (v{r['results_version']})" for r in stale) + ".", ""] if stale else []
+    lines += ["Not in a grid, not shown: " + ", ".join(cell_of(r).name for r in outside) + ".", ""] if outside else []
     if current:
         def count(key) -> str:
             return "; ".join(f"{k} ({n} cells)" for k, n in sorted(Counter(map(key, current.values())).items()))
@@ -443,21 +432,9 @@ def section(found: list[dict], cells: list[Cell], slow: list[Cell], md_dir: Path
                             + (f", {'/'.join(map(str, eval_n))} episodes per seed" if eval_n else "") + ").",
                             current, cells, [(m, m, "eval") for m in MODES])]
     lines += plot_links(current, cells, md_dir, plot_dir) + crafter_lines(current, cells)
-    lines += missing_lines(current, cells) + [""] + slowloop_lines(current, slow, md_dir, plot_dir)
+    lines += missing_lines(current, cells) + ["", *success_table(SLOWLOOP_TITLE, current, slow, SLOWLOOP_COLUMNS)]
+    lines += plot_links(current, slow, md_dir, plot_dir) + missing_lines(current, slow) + [""]
     return "\n".join(lines + provenance(found, current) + [MARKERS[1]])
-
-
-def slowloop_lines(current: dict[Cell, dict], slow: list[Cell], md_dir: Path, plot_dir: Path) -> list[str]:
-    """The second grid's table: the same two measures for rlgpt with and without its slow loop."""
-    columns = [(f"{what}: {label}", mode, key) for key, what in (("train", "training"), ("eval", "evaluation"))
-               for mode, label in (("rlgpt", "with (`rlgpt`)"), ("rlgpt-1iter", "without (`rlgpt-1iter`)"))]
-    title = ("**With and without the slow loop** (`python -m bench.ablation --grid slowloop`): `rlgpt` "
-             "(`--iterations 3`: the critic's decisions change the next iteration) against `rlgpt-1iter` (`rlgpt` "
-             "with `--iterations 1`: one plan, the critic never acts); training success at the budget and "
-             "evaluation success after the last iteration as above, mean ± sd over seeds (n = seeds, episodes "
-             "pooled); — = no result yet.")
-    return (success_table(title, current, slow, columns) + plot_links(current, slow, md_dir, plot_dir)
-            + missing_lines(current, slow) + [""])
 
 
 def splice(text: str, new: str, path: Path) -> str:
@@ -493,23 +470,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="smoke test: 1 seed, tiny budgets, under bench/out/")
     parser.add_argument("--table", action="store_true", help="no training: rewrite the results section and plots")
     parser.add_argument("--check", action="store_true", help="no training: exit 1 if the results section is stale")
-    parser.add_argument("--grid", choices=list(GRIDS), default="main",
-                        help="the grid to run: the ablation or the slow loop's (--table and --check show both)")
+    parser.add_argument("--grid", choices=("main", "slowloop"), default="main", help="the grid to run (tables: both)")
     parser.add_argument("--tasks", nargs="+", choices=[*BUDGETS, *SLOWLOOP], help="default: the grid's")
     parser.add_argument("--modes", nargs="+", choices=list(RESULTS_VERSION), help="default: the grid's")
     parser.add_argument("--seeds", nargs="+", type=int, default=list(SEEDS), choices=SEEDS)
     args = parser.parse_args(argv)
     cells, slow = grid(args.quick), slowloop_grid(args.quick)
-    if args.quick:  # quick numbers live apart from the real ones, table included
-        out = ROOT / "bench" / "out" / "ablation-quick"
-        results, md, plot_dir = out / "results", out / "results.md", out
-    else:
-        out, results, md, plot_dir = ROOT / "bench" / "out" / "ablation", ROOT / "bench" / "results", \
-            ROOT / "README.md", ROOT / "docs"
+    out = ROOT / "bench" / "out" / ("ablation-quick" if args.quick else "ablation")  # quick: apart, table too
+    results, md, plot_dir = (out / "results", out / "results.md", out) if args.quick else \
+        (ROOT / "bench" / "results", ROOT / "README.md", ROOT / "docs")
     if args.table or args.check:
         return max(table(results, md, plot_dir, cells, slow, check=False) if args.table else 0,
                    table(results, md, plot_dir, cells, slow, check=True) if args.check else 0)
-    chosen = [c for c in GRIDS[args.grid](args.quick) if c.task in (args.tasks or [c.task])
+    chosen = [c for c in (slow if args.grid == "slowloop" else cells) if c.task in (args.tasks or [c.task])
               and c.mode in (args.modes or [c.mode]) and c.seed in args.seeds]
     if not chosen:
         parser.error(f"no cell of the {args.grid} grid has that task, mode and seed (main: crafter runs rl and "
