@@ -338,6 +338,7 @@ def plotted(current: dict[Cell, dict]) -> list[str]:
 
 
 def plot_links(current: dict[Cell, dict], cells: list[Cell], md_dir: Path, plot_dir: Path) -> list[str]:
+    """Each grid's plots under its own table (the plots themselves: write_plots, for every task)."""
     tasks = plotted({c: r for c, r in current.items() if c in cells})
     return [f"![{t}]({os.path.relpath(plot_dir / f'results_{t}.png', md_dir)})" for t in tasks] + [""] * bool(tasks)
 
