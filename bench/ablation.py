@@ -1,28 +1,31 @@
-"""The ablation grid (plain PPO, PPO with the plan's configuration, one program, RL-GPT), kept as data.
+"""The ablation grid (plain PPO, PPO with the plan's config, one program, RL-GPT) and the slow loop's, as data.
 
     python -m bench.ablation                 # run every grid cell that has no current result (days on 2 cores)
     python -m bench.ablation --tasks collect_wood --modes rl rlgpt --seeds 1    # only a slice of the grid
-    python -m bench.ablation --table         # rebuild README.md's results section and docs/results_*.png
+    python -m bench.ablation --grid slowloop     # the slow-loop grid instead (--quick, slices: the same)
+    python -m bench.ablation --table         # rebuild README.md's results section (both grids), docs/results_*.png
     python -m bench.ablation --check         # exit 1 if README.md's results section differs from the data
     python -m bench.ablation --quick         # smoke test: 1 seed, tiny budgets, all of it under bench/out/
     python -m bench.ablation -- --num-envs 16                # anything after -- goes to every train.py run
 
 Run it from the repo root as a module (as above). A cell is (task, mode, seed, env-step budget). Its run
-is `train.py` in a subprocess, one at a time, in bench/out/ablation/v<RESULTS_VERSION>/<cell>/ (git-ignored;
-an interrupted run is continued with --resume). As soon as it finishes, its result, a few kB read from
-the run's own logs, is written atomically to bench/results/<cell>.json, to be committed with the code,
-so the table grows across sessions and machines. A cell with a current result is never run again.
+is `train.py` in a subprocess, one at a time, in bench/out/ablation/v<its mode's version>/<cell>/
+(git-ignored; an interrupted run is continued with --resume). Its result, a few kB read from the run's
+logs, is written atomically to bench/results/<cell>.json the moment it finishes, to be committed with the
+code. A cell with a current result never runs again.
 
-Stale results: RESULTS_VERSION below is bumped by hand in any commit that changes what a run measures
-(trainer, learner, env, skills, budgets' meaning). A result of another version is stale: the table does
-not show it (it lists it), and the cell runs again, into a fresh v<N>/ directory, and overwrites it. The
-commit each run ran at, with a dirty flag, is recorded for audit; it does not decide staleness, since
-most commits do not change the numbers. The code and RL-GPT cells use `--llm library`: the hand-written
-reference skills and plans, not an LLM.
+Stale results: RESULTS_VERSION holds one number per mode, bumped by hand in any commit that changes what
+that mode's runs measure (trainer, learner, env, skills, budgets' meaning). A result counts iff its
+`results_version` is its mode's number; any other is stale: listed, not shown, and its cell runs again
+into a fresh v<N>/ directory. v2 of `rlgpt` and `rl+config`: "the slow loop acts" (the critic's decisions
+change the next iteration, a worse change is rolled back, long tasks train their sub-tasks as a
+curriculum); `rl` and `code` runs did not change: v1. Each run's commit is recorded for audit only.
 
 The modes separate the two things RL-GPT adds to PPO: `rl+config` is plain PPO with the plan's action
 mask and reward shaping but no code action, so rl -> rl+config measures the plan's RL config alone and
-rl+config -> rlgpt the code actions alone.
+rl+config -> rlgpt the code actions alone. The slow-loop grid (issue 15) measures the slow loop: `rlgpt`
+(train.py's default `--iterations 3`) against `rlgpt-1iter`, i.e. `rlgpt` run with `--iterations 1` (one
+plan, the critic never acts), at 300k env steps. `rlgpt-1iter` is rlgpt's control: bump both together.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -44,9 +48,19 @@ import numpy as np
 import env as E
 import report
 
-RESULTS_VERSION = 1  # bump by hand when the numbers a run produces change meaning (see the docstring)
+# Per mode: bump a mode's number by hand when what its runs measure changes (see the docstring).
+RESULTS_VERSION = {"rl": 1, "rl+config": 2, "code": 1, "rlgpt": 2, "rlgpt-1iter": 2}
+VERSION_NOTES = {"rl+config": "the slow loop acts", "rlgpt": "the slow loop acts", "rlgpt-1iter": "rlgpt's control"}
 ROOT = Path(__file__).resolve().parent.parent
 MODES = ("rl", "rl+config", "code", "rlgpt")
+SLOWLOOP_MODES = ("rlgpt", "rlgpt-1iter")
+SLOWLOOP = {"make_stone_pickaxe": 300_000, "collect_iron": 300_000}  # the slow-loop grid's tasks and budgets
+QUICK_SLOWLOOP = {"make_stone_pickaxe": 2_500, "collect_iron": 2_500}
+SLOWLOOP_TITLE = ("**With and without the slow loop** (`--grid slowloop`): `rlgpt` (`--iterations 3`: the critic's "
+                  "decisions change the next iteration) against `rlgpt-1iter` (`rlgpt` with `--iterations 1`: one "
+                  "plan, the critic never acts); training success at the budget and evaluation success as above.")
+SLOWLOOP_COLUMNS = [(f"{what}: {label}", mode, key) for key, what in (("train", "training"), ("eval", "evaluation"))
+                    for mode, label in (("rlgpt", "with (`rlgpt`)"), ("rlgpt-1iter", "without (`rlgpt-1iter`)"))]
 SEEDS = (1, 2, 3)
 BUDGETS = {"collect_wood": 50_000, "place_table": 100_000, "make_wood_pickaxe": 200_000,
            "collect_stone": 300_000, "crafter": 1_000_000}
@@ -87,6 +101,17 @@ def grid(quick: bool = False) -> list[Cell]:
     return [Cell(task, mode, seed, budget) for task, budget in budgets.items()
             for seed in (SEEDS[:1] if quick or task == "crafter" else SEEDS)
             for mode in (CRAFTER_MODES if task == "crafter" else MODES)]
+
+
+def slowloop_grid(quick: bool = False) -> list[Cell]:
+    """Both modes of a seed together, so the comparison is complete seed by seed."""
+    return [Cell(task, mode, seed, budget) for task, budget in (QUICK_SLOWLOOP if quick else SLOWLOOP).items()
+            for seed in (SEEDS[:1] if quick else SEEDS) for mode in SLOWLOOP_MODES]
+
+
+def is_current(r: dict) -> bool:
+    """A result counts iff it was measured at its mode's version (a mode no longer run never counts)."""
+    return r.get("mode") in RESULTS_VERSION and r.get("results_version") == RESULTS_VERSION[r["mode"]]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -152,7 +177,7 @@ def result_of(cell: Cell, run_dir: Path) -> dict:
     env_steps = max((r["global_step"] for r in metrics), default=0)
     wall = round(sum(a["wall_s"] for a in attempts), 1)
     commits = list(dict.fromkeys(a["commit"] for a in attempts))
-    result = {"results_version": RESULTS_VERSION, "task": cell.task, "mode": cell.mode, "seed": cell.seed,
+    result = {"results_version": RESULTS_VERSION[cell.mode], "task": cell.task, "mode": cell.mode, "seed": cell.seed,
               "budget": cell.budget, "env_steps": env_steps,
               "commit": commits[0] if commits else "unknown", "resumed_at_commits": commits[1:],
               "dirty": any(a["dirty"] for a in attempts), "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
@@ -223,10 +248,12 @@ def command_for(cell: Cell, run_dir: Path, extra: list[str]) -> list[str]:
     if (run_dir / "config.json").is_file():
         return [sys.executable, str(ROOT / "train.py"), "--resume", str(run_dir)]
     llm = [] if cell.mode == "rl" else ["--llm", "library"]  # rl+config needs the plan, code the program
+    # rlgpt-1iter's --iterations 1 comes last: nothing in `extra` (--quick's --iterations 2) may undo it
+    mode, defining = ("rlgpt", ["--iterations", "1"]) if cell.mode == "rlgpt-1iter" else (cell.mode, [])
     # --skills none: no skill library shared between cells, so no cell (or seed) reuses another's skills
-    return [sys.executable, str(ROOT / "train.py"), "--task", cell.task, "--mode", cell.mode, *llm, "--skills", "none",
+    return [sys.executable, str(ROOT / "train.py"), "--task", cell.task, "--mode", mode, *llm, "--skills", "none",
             "--seed", str(cell.seed), "--total-steps", str(cell.budget), "--runs-dir", str(run_dir.parent),
-            "--run-name", run_dir.name, *extra]
+            "--run-name", run_dir.name, *extra, *defining]
 
 
 def attempt(cmd: list[str], run_dir: Path) -> int:
@@ -247,19 +274,15 @@ def attempt(cmd: list[str], run_dir: Path) -> int:
     return rc
 
 
-def is_current(path: Path) -> bool:
-    return path.is_file() and read_result(path).get("results_version") == RESULTS_VERSION
-
-
 def execute(cells: list[Cell], out: Path, results: Path, extra: list[str]) -> None:
     """Each cell without a current result: run (or continue) it, then write its result at once."""
     start = time.time()
     for i, cell in enumerate(cells, 1):
         head, path = f"[{i}/{len(cells)}] {cell.name}", results / f"{cell.name}.json"
-        if is_current(path):
+        if path.is_file() and is_current(read_result(path)):
             print(f"{head}: has a result, skipped", flush=True)
             continue
-        run_dir = out / f"v{RESULTS_VERSION}" / cell.name
+        run_dir = out / f"v{RESULTS_VERSION[cell.mode]}" / cell.name  # a stale run is never resumed as current
         if not (run_dir / "summary.md").is_file():
             cmd = command_for(cell, run_dir, extra)
             print(f"{head}: {'resuming' if '--resume' in cmd else 'running'} in {run_dir} ...", end=" ", flush=True)
@@ -296,12 +319,14 @@ def mean_sd(values: list[tuple[float | None, int]]) -> str:
     return f"{x.mean():.2f}{spread} (n={len(x)}, {eps} ep)"
 
 
-def success_table(title: str, current: dict[Cell, dict], cells: list[Cell], key: str) -> list[str]:
+def success_table(title: str, current: dict[Cell, dict], cells: list[Cell], columns: list[tuple]) -> list[str]:
+    """A row per task; a column per (header, mode, "train" or "eval"): that mode's seeds, mean ± sd."""
     budgets = dict.fromkeys((c.task, c.budget) for c in cells if c.task != "crafter")
-    lines = [title, "", "| task | budget | " + " | ".join(MODES) + " |", "|---|---|" + "---|" * len(MODES)]
+    lines = [title, "", "| task | budget | " + " | ".join(h for h, _, _ in columns) + " |",
+             "|---|---|" + "---|" * len(columns)]
     for task, budget in budgets:
         row = [mean_sd([(current[c][key]["success"], current[c][key]["n"]) for c in cells
-                        if (c.task, c.mode) == (task, mode) and c in current]) for mode in MODES]
+                        if (c.task, c.mode) == (task, mode) and c in current]) for _, mode, key in columns]
         lines.append(f"| {task} | {budget} | " + " | ".join(row) + " |")
     return lines + [""]
 
@@ -310,6 +335,12 @@ def plotted(current: dict[Cell, dict]) -> list[str]:
     """The tasks with a success curve to plot (crafter has none: its score is in a table)."""
     return list(dict.fromkeys(c.task for c, r in current.items()
                               if c.task != "crafter" and any(p["success"] is not None for p in r["curve"])))
+
+
+def plot_links(current: dict[Cell, dict], cells: list[Cell], md_dir: Path, plot_dir: Path) -> list[str]:
+    """Each grid's plots under its own table (the plots themselves: write_plots, for every task)."""
+    tasks = plotted({c: r for c, r in current.items() if c in cells})
+    return [f"![{t}]({os.path.relpath(plot_dir / f'results_{t}.png', md_dir)})" for t in tasks] + [""] * bool(tasks)
 
 
 def write_plots(current: dict[Cell, dict], plot_dir: Path) -> None:
@@ -322,7 +353,8 @@ def write_plots(current: dict[Cell, dict], plot_dir: Path) -> None:
             if cell.task == task and pts:
                 curves.setdefault(cell.mode, []).append((np.array([p["step"] for p in pts], dtype=float),
                                                          np.array([p["success"] for p in pts])))
-        report.plot(curves, plot_dir / f"results_{task}.png", f"{task}: results version {RESULTS_VERSION}")
+        versions = ", ".join(f"{m} v{RESULTS_VERSION[m]}" for m in curves)
+        report.plot(curves, plot_dir / f"results_{task}.png", f"{task}: results versions {versions}")
 
 
 def crafter_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
@@ -349,51 +381,61 @@ def crafter_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
     return lines + [""]
 
 
-def provenance(found: list[dict], current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
-    """Which cells are missing, which results are stale or outside the grid, where and at which commits."""
+def missing_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
+    """The cells of one grid without a current result, per task and mode."""
     missing = [c for c in cells if c not in current]
     lines = [f"Missing ({len(missing)} of {len(cells)} cells):" if missing else "Missing: none."]
     for task, budget in dict.fromkeys((c.task, c.budget) for c in missing):
-        per_mode = {m: " ".join(f"s{c.seed}" for c in missing if (c.task, c.mode) == (task, m)) for m in MODES}
+        per_mode = {m: " ".join(f"s{c.seed}" for c in missing if (c.task, c.mode) == (task, m))
+                    for m in dict.fromkeys(c.mode for c in cells)}
         lines.append(f"- {task} ({budget}): " + "; ".join(f"{m} {s}" for m, s in per_mode.items() if s))
-    stale = [r for r in found if r["results_version"] != RESULTS_VERSION]
-    if stale:
-        lines += ["", "Stale, not shown (another RESULTS_VERSION): "
-                      + ", ".join(f"{cell_of(r).name} (v{r['results_version']})" for r in stale) + "."]
-    outside = [r for r in found if r["results_version"] == RESULTS_VERSION and cell_of(r) not in cells]
-    if outside:
-        lines += ["", "Not in the grid, not shown: " + ", ".join(cell_of(r).name for r in outside) + "."]
+    return lines
+
+
+def provenance(found: list[dict], current: dict[Cell, dict]) -> list[str]:
+    """Which results are stale or outside both grids, where and at which commits the shown ones ran."""
+    stale = [r for r in found if r["mode"] in RESULTS_VERSION and not is_current(r)]
+    outside = [r for r in found if cell_of(r) not in current and r not in stale]
+    lines = ["Stale, not shown (not their mode's RESULTS_VERSION): "
+             + ", ".join(f"{cell_of(r).name} (v{r['results_version']})" for r in stale) + ".", ""] if stale else []
+    lines += ["Not in a grid, not shown: " + ", ".join(cell_of(r).name for r in outside) + ".", ""] if outside else []
     if current:
         def count(key) -> str:
-            tally: dict[str, int] = {}
-            for r in current.values():
-                tally[key(r)] = tally.get(key(r), 0) + 1
-            return "; ".join(f"{k} ({n} cells)" for k, n in sorted(tally.items()))
-        lines += ["", "Measured on: " + count(lambda r: f"{r['machine']['cpu']}, {r['machine']['cores']} cores"
+            return "; ".join(f"{k} ({n} cells)" for k, n in sorted(Counter(map(key, current.values())).items()))
+        lines += ["Measured on: " + count(lambda r: f"{r['machine']['cpu']}, {r['machine']['cores']} cores"
                                             + (f", {r['machine']['gpu']}" if r["machine"].get("gpu") else "")),
                   "At commits: " + count(lambda r: r["commit"][:10] + (" (dirty)" if r["dirty"] else ""))]
     return lines
 
 
-def section(found: list[dict], cells: list[Cell], md_dir: Path, plot_dir: Path) -> str:
+def shown(found: list[dict], cells: list[Cell]) -> dict[Cell, dict]:
+    """The current results of `cells`, in grid order whatever the files' order."""
+    current = {cell_of(r): r for r in found if is_current(r)}
+    return {c: current[c] for c in cells if c in current}
+
+
+def section(found: list[dict], cells: list[Cell], slow: list[Cell], md_dir: Path, plot_dir: Path) -> str:
     """The Markdown between the markers: every number from `found` (the result files), nothing typed."""
-    current = {cell_of(r): r for r in found if r["results_version"] == RESULTS_VERSION and cell_of(r) in cells}
-    current = {c: current[c] for c in cells if c in current}  # grid order, whatever the files' order
+    current = shown(found, cells + slow)
     eval_n = sorted({r["eval"]["n"] for r in current.values()})
+    versions = ", ".join(f"`{m}` v{v}" + (f" ({VERSION_NOTES[m]})" if m in VERSION_NOTES else "")
+                         for m, v in RESULTS_VERSION.items())
+    n_main = sum(c in current for c in cells)
     lines = [MARKERS[0], "<!-- written by `python -m bench.ablation --table` from bench/results/; not by hand -->",
-             f"Results version {RESULTS_VERSION} (`RESULTS_VERSION` in `bench/ablation.py`): {len(current)} of "
-             f"{len(cells)} grid cells have a result. The `code`, `rlgpt` and `rl+config` cells use the "
-             "hand-written reference skills and plans (`--llm library`), not an LLM.", "",
+             f"Current results versions (`RESULTS_VERSION` in `bench/ablation.py`, one per mode): {versions}. "
+             f"{n_main} of {len(cells)} grid cells have a result. The `code`, `rlgpt`, `rlgpt-1iter` and `rl+config` "
+             "cells use the hand-written reference skills and plans (`--llm library`), not an LLM.", "",
              *success_table("**Training success at the budget**: the training episodes that finished in the last "
                             "tenth of each run's env-step budget; mean ± sd over seeds (n = seeds, then the "
-                            "episodes pooled over them); — = no result yet.", current, cells, "train"),
+                            "episodes pooled over them); — = no result yet.", current, cells,
+                            [(m, m, "train") for m in MODES]),
              *success_table("**Evaluation success after the last iteration** (unseen worlds"
                             + (f", {'/'.join(map(str, eval_n))} episodes per seed" if eval_n else "") + ").",
-                            current, cells, "eval")]
-    lines += [f"![{t}]({os.path.relpath(plot_dir / f'results_{t}.png', md_dir)})" for t in plotted(current)]
-    lines += [""] if plotted(current) else []
-    lines += crafter_lines(current, cells) + provenance(found, current, cells) + [MARKERS[1]]
-    return "\n".join(lines)
+                            current, cells, [(m, m, "eval") for m in MODES])]
+    lines += plot_links(current, cells, md_dir, plot_dir) + crafter_lines(current, cells)
+    lines += missing_lines(current, cells) + ["", *success_table(SLOWLOOP_TITLE, current, slow, SLOWLOOP_COLUMNS)]
+    lines += plot_links(current, slow, md_dir, plot_dir) + missing_lines(current, slow) + [""]
+    return "\n".join(lines + provenance(found, current) + [MARKERS[1]])
 
 
 def splice(text: str, new: str, path: Path) -> str:
@@ -404,10 +446,10 @@ def splice(text: str, new: str, path: Path) -> str:
     return head + new + rest.split(MARKERS[1], 1)[1]
 
 
-def table(results: Path, md: Path, plot_dir: Path, cells: list[Cell], check: bool) -> int:
+def table(results: Path, md: Path, plot_dir: Path, cells: list[Cell], slow: list[Cell], check: bool) -> int:
     """Write (or with `check`, only compare) md's results section; 1 if the check finds it out of date."""
     found = load(results)
-    new = section(found, cells, md.parent, plot_dir)
+    new = section(found, cells, slow, md.parent, plot_dir)
     text = md.read_text() if md.is_file() else MARKERS[0] + MARKERS[1] + "\n"
     if check:
         if splice(text, new, md) != text:
@@ -416,7 +458,7 @@ def table(results: Path, md: Path, plot_dir: Path, cells: list[Cell], check: boo
         print(f"{md}: its results section matches the {len(found)} result files in {results}/")
         return 0
     md.write_text(splice(text, new, md))
-    write_plots({cell_of(r): r for r in found if r["results_version"] == RESULTS_VERSION}, plot_dir)
+    write_plots(shown(found, cells + slow), plot_dir)
     print(f"wrote {md}'s results section and the plots in {plot_dir}/ from {len(found)} result files")
     return 0
 
@@ -429,26 +471,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="smoke test: 1 seed, tiny budgets, under bench/out/")
     parser.add_argument("--table", action="store_true", help="no training: rewrite the results section and plots")
     parser.add_argument("--check", action="store_true", help="no training: exit 1 if the results section is stale")
-    parser.add_argument("--tasks", nargs="+", default=list(BUDGETS), choices=list(BUDGETS))
-    parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
+    parser.add_argument("--grid", choices=("main", "slowloop"), default="main", help="the grid to run (tables: both)")
+    parser.add_argument("--tasks", nargs="+", choices=[*BUDGETS, *SLOWLOOP], help="default: the grid's")
+    parser.add_argument("--modes", nargs="+", choices=list(RESULTS_VERSION), help="default: the grid's")
     parser.add_argument("--seeds", nargs="+", type=int, default=list(SEEDS), choices=SEEDS)
     args = parser.parse_args(argv)
-    cells = grid(args.quick)
-    if args.quick:  # quick numbers live apart from the real ones, table included
-        out = ROOT / "bench" / "out" / "ablation-quick"
-        results, md, plot_dir = out / "results", out / "results.md", out
-    else:
-        out, results, md, plot_dir = ROOT / "bench" / "out" / "ablation", ROOT / "bench" / "results", \
-            ROOT / "README.md", ROOT / "docs"
+    cells, slow = grid(args.quick), slowloop_grid(args.quick)
+    out = ROOT / "bench" / "out" / ("ablation-quick" if args.quick else "ablation")  # quick: apart, table too
+    results, md, plot_dir = (out / "results", out / "results.md", out) if args.quick else \
+        (ROOT / "bench" / "results", ROOT / "README.md", ROOT / "docs")
     if args.table or args.check:
-        return max(table(results, md, plot_dir, cells, check=False) if args.table else 0,
-                   table(results, md, plot_dir, cells, check=True) if args.check else 0)
-    chosen = [c for c in cells if c.task in args.tasks and c.mode in args.modes and c.seed in args.seeds]
+        return max(table(results, md, plot_dir, cells, slow, check=False) if args.table else 0,
+                   table(results, md, plot_dir, cells, slow, check=True) if args.check else 0)
+    chosen = [c for c in (slow if args.grid == "slowloop" else cells) if c.task in (args.tasks or [c.task])
+              and c.mode in (args.modes or [c.mode]) and c.seed in args.seeds]
     if not chosen:
-        parser.error("no grid cell has that task, mode and seed (crafter runs rl and rlgpt, seed 1)")
+        parser.error(f"no cell of the {args.grid} grid has that task, mode and seed (main: crafter runs rl and "
+                     f"rlgpt, seed 1; slowloop: {', '.join(SLOWLOOP)} x {', '.join(SLOWLOOP_MODES)})")
     execute(chosen, out, results, (QUICK_TRAIN_ARGS if args.quick else []) + extra)
     if args.quick:
-        return table(results, md, plot_dir, cells, check=False)
+        return table(results, md, plot_dir, cells, slow, check=False)
     print("rebuild the README's table from bench/results/:  python -m bench.ablation --table")
     return 0
 

@@ -1,6 +1,7 @@
 """bench/ablation.py on fake run directories and fake result files: results, resuming, staleness, the table."""
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -38,10 +39,12 @@ def fake_run(run_dir: Path, cell: A.Cell, lengths: list[int], unlocked: list[dic
     return run_dir
 
 
-def fake_result(results: Path, cell: A.Cell, success: float | None, n: int, *, version: int = A.RESULTS_VERSION,
+def fake_result(results: Path, cell: A.Cell, success: float | None, n: int, *, version: int | None = None,
                 commit: str = "abc", crafter: dict | None = None) -> dict:
-    """A result file as result_of writes it (only the fields the table reads are meaningful)."""
-    r = {"results_version": version, "task": cell.task, "mode": cell.mode, "seed": cell.seed, "budget": cell.budget,
+    """A result file as result_of writes it (only the fields the table reads are meaningful); by default
+    at its mode's current version."""
+    r = {"results_version": A.RESULTS_VERSION[cell.mode] if version is None else version, "task": cell.task,
+         "mode": cell.mode, "seed": cell.seed, "budget": cell.budget,
          "commit": commit, "dirty": False, "machine": {"cpu": "fake cpu", "cores": 2, "gpu": None},
          "curve": [{"step": cell.budget * k // A.POINTS, "n": n, "success": success} for k in range(1, A.POINTS + 1)],
          "train": {"n": n, "success": success}, "eval": {"n": 8, "success": success}}
@@ -87,7 +90,7 @@ def test_result_curve_counts_the_episodes_that_finished_in_each_window(tmp_path)
     assert (r["env_steps"], r["wall_s"], r["sps"]) == (1200, 50.0, 24.0)
     assert r["finished"] == {"episodes": 6, "env_steps": 1200}
     assert (r["commit"], r["resumed_at_commits"], r["dirty"], r["attempts"]) == ("abc", ["def"], True, 2)
-    assert r["results_version"] == A.RESULTS_VERSION and r["machine"]["cpu"] == "fake cpu"
+    assert r["results_version"] == A.RESULTS_VERSION["rlgpt"] and r["machine"]["cpu"] == "fake cpu"
     assert r["iterations"] == [{"iteration": 1, "env_steps": 500, "critic": "chop_tree is called blind",
                                 "code_actions": {"chop_tree": {"chosen": 40, "success_rate": 0.25,
                                                                "error": "no tree in view"}}}]
@@ -128,7 +131,8 @@ class FakeTrain:
             run_dir = Path(cmd[cmd.index("--resume") + 1])
         else:
             run_dir = Path(cmd[cmd.index("--runs-dir") + 1]) / cmd[cmd.index("--run-name") + 1]
-        cell = next(c for c in A.grid() + A.grid(quick=True) if c.name == run_dir.name)
+        cell = next(c for quick in (False, True) for c in A.grid(quick) + A.slowloop_grid(quick)
+                    if c.name == run_dir.name)
         fake_run(run_dir, cell, [cell.budget // 2] * 2, [{"collect_wood": 1}] * 2, finished=self.finish, attempts=())
         return self
 
@@ -140,7 +144,7 @@ def test_only_cells_without_a_current_result_run_and_each_result_is_written_at_o
     done, stale, new = (A.Cell("collect_wood", m, 1, 50_000) for m in ("rl", "code", "rlgpt"))
     results = tmp_path / "results"
     fake_result(results, done, 0.9, 10)
-    fake_result(results, stale, 0.1, 10, version=A.RESULTS_VERSION - 1)
+    fake_result(results, stale, 0.1, 10, version=A.RESULTS_VERSION["code"] - 1)
     calls = []
     monkeypatch.setattr(A.subprocess, "Popen", FakeTrain(calls))
     A.execute([done, stale, new], tmp_path / "out", results, ["--num-envs", "4"])
@@ -149,8 +153,8 @@ def test_only_cells_without_a_current_result_run_and_each_result_is_written_at_o
     assert calls[0][calls[0].index("--total-steps") + 1] == "50000"
     for cell in (stale, new):
         r = json.loads((results / f"{cell.name}.json").read_text())
-        assert r["results_version"] == A.RESULTS_VERSION and r["train"]["success"] == 1.0
-        run_dir = tmp_path / "out" / f"v{A.RESULTS_VERSION}" / cell.name
+        assert r["results_version"] == A.RESULTS_VERSION[cell.mode] and r["train"]["success"] == 1.0
+        run_dir = tmp_path / "out" / f"v{A.RESULTS_VERSION[cell.mode]}" / cell.name
         attempt = json.loads((run_dir / "attempts.jsonl").read_text())
         assert attempt["rc"] == 0 and attempt["machine"]["cores"] >= 1 and "commit" in attempt
     assert json.loads((results / f"{done.name}.json").read_text())["train"]["success"] == 0.9  # untouched
@@ -159,13 +163,13 @@ def test_only_cells_without_a_current_result_run_and_each_result_is_written_at_o
 def test_unfinished_run_resumes_a_finished_one_only_gets_its_result_a_failed_one_none(tmp_path, monkeypatch):
     partial, finished, failing = A.grid()[:3]
     out, results = tmp_path / "out", tmp_path / "results"
-    fake_run(out / f"v{A.RESULTS_VERSION}" / partial.name, partial, [100], [{}], finished=False)
-    fake_run(out / f"v{A.RESULTS_VERSION}" / finished.name, finished, [100], [{"collect_wood": 1}])
+    fake_run(out / f"v{A.RESULTS_VERSION[partial.mode]}" / partial.name, partial, [100], [{}], finished=False)
+    fake_run(out / f"v{A.RESULTS_VERSION[finished.mode]}" / finished.name, finished, [100], [{"collect_wood": 1}])
     assert "--llm" not in A.command_for(partial, out / "x", [])  # plain PPO (rl) needs no backend
     calls = []
     monkeypatch.setattr(A.subprocess, "Popen", FakeTrain(calls))
     A.execute([partial, finished], out, results, [])
-    assert len(calls) == 1 and calls[0][-2:] == ["--resume", str(out / f"v{A.RESULTS_VERSION}" / partial.name)]
+    assert len(calls) == 1 and calls[0][-2:] == ["--resume", str(out / f"v{A.RESULTS_VERSION['rl']}" / partial.name)]
     assert (results / f"{partial.name}.json").is_file() and (results / f"{finished.name}.json").is_file()
     monkeypatch.setattr(A.subprocess, "Popen", FakeTrain(calls, finish=False))  # exits 0 without summary.md
     A.execute([failing], out, results, [])
@@ -187,7 +191,7 @@ def test_table_shows_mean_spread_and_counts_lists_missing_and_stale_cells(tmp_pa
         fake_result(results, c, s, n)
     empty_window = A.Cell("place_table", "code", 1, 100_000)
     fake_result(results, empty_window, None, 0)
-    fake_result(results, A.Cell("place_table", "rl", 2, 100_000), 0.5, 10, version=A.RESULTS_VERSION + 1)
+    fake_result(results, A.Cell("place_table", "rl", 2, 100_000), 0.5, 10, version=A.RESULTS_VERSION["rl"] + 1)
     rates = dict.fromkeys(E.ACHIEVEMENTS, 0.0) | {"collect_wood": 90.0}
     fake_result(results, A.Cell("crafter", "rlgpt", 1, 1_000_000), None, 0,
                 crafter={"score": 1.234, "episodes": 77, "achievements": rates})
@@ -206,7 +210,7 @@ def test_table_shows_mean_spread_and_counts_lists_missing_and_stale_cells(tmp_pa
     assert "- collect_wood (50000): rl+config s1 s2 s3; code s1 s2 s3\n" in text
     assert "- place_table (100000): rl s1 s2 s3; rl+config s1 s2 s3; code s2 s3; rlgpt s1 s2 s3\n" in text
     assert "- crafter (1000000): rl s1\n" in text and f"Missing ({50 - 8} of 50 cells):" in text
-    assert f"place_table__rl__s2__100000 (v{A.RESULTS_VERSION + 1})" in text.split("Stale")[1]
+    assert f"place_table__rl__s2__100000 (v{A.RESULTS_VERSION['rl'] + 1})" in text.split("Stale")[1]
     assert row_of(text, "ours: rlgpt (reference skills, not an LLM), seed 1")[0][1:] == [
         "1000000", "1.2 (77 episodes)", "measured here"]
     assert "| ours: rl, seed 1 | 1000000 | — | measured here: no result yet |" in text
@@ -259,3 +263,61 @@ def test_the_readme_matches_bench_results():
     done = subprocess.run([sys.executable, "-m", "bench.ablation", "--check"], cwd=REPO, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_v1_results_of_the_modes_the_slow_loop_changed_are_stale_rl_and_code_stay_current(tmp_path, monkeypatch):
+    """rlgpt and rl+config v2 is "the slow loop acts"; rl and code runs did not change, their v1 results count."""
+    results, out = tmp_path / "results", tmp_path / "out"
+    cells = [A.Cell("collect_wood", m, 1, 50_000) for m in A.MODES]
+    for c in cells:
+        fake_result(results, c, 0.5, 10, version=1)
+    calls = []
+    monkeypatch.setattr(A.subprocess, "Popen", FakeTrain(calls))
+    A.execute(cells, out, results, [])
+    assert [c[c.index("--mode") + 1] for c in calls] == ["rl+config", "rlgpt"]
+    assert [p.name for p in out.iterdir()] == [f"v{A.RESULTS_VERSION['rlgpt']}"] != ["v1"]  # a fresh directory
+    # the committed v1 results split the same way, and the README lists exactly the stale ones
+    v1 = [r for r in A.load(REPO / "bench" / "results") if r["results_version"] == 1]
+    assert {r["mode"] for r in v1} == set(A.MODES)
+    assert [A.is_current(r) for r in v1] == [r["mode"] in ("rl", "code") for r in v1]
+    stale = (REPO / "README.md").read_text().split("Stale, not shown")[1].split("\n")[0]
+    assert [A.cell_of(r).name in stale for r in v1] == [not A.is_current(r) for r in v1]
+
+
+def iterations_of(cmd: list[str]) -> tuple[str, int]:
+    """(mode, iterations) as train.py itself parses the command."""
+    import train
+    args, _, _ = train.parse_args(cmd[2:])
+    return args.mode, args.iterations
+
+
+def test_slowloop_grid_runs_rlgpt_with_3_iterations_against_1_and_has_its_own_table(tmp_path, monkeypatch):
+    slow = A.slowloop_grid()
+    assert len(slow) == len(set(slow)) == 12 and {c.seed for c in slow} == set(A.SEEDS)
+    assert {(c.task, c.mode, c.budget) for c in slow} == {
+        (t, m, 300_000) for t in ("make_stone_pickaxe", "collect_iron") for m in ("rlgpt", "rlgpt-1iter")}
+    monkeypatch.setattr(A, "ROOT", tmp_path)
+    md = readme(tmp_path)
+    calls = []
+    monkeypatch.setattr(A.subprocess, "Popen", FakeTrain(calls))
+    assert A.main(["--grid", "slowloop", "--seeds", "1", "--tasks", "collect_iron"]) == 0
+    assert [iterations_of(c) for c in calls] == [("rlgpt", 3), ("rlgpt", 1)]
+    assert [c[c.index("--total-steps") + 1] for c in calls] == ["300000"] * 2
+    calls.clear()  # --quick covers it too, and its --iterations 2 does not undo rlgpt-1iter's 1
+    assert A.main(["--quick", "--grid", "slowloop"]) == 0
+    assert [iterations_of(c) for c in calls] == [("rlgpt", 2), ("rlgpt", 1)] * 2
+    quick = (tmp_path / "bench" / "out" / "ablation-quick" / "results.md").read_text()
+    assert "Missing: none." in quick.split("With and without the slow loop")[1]
+    results = tmp_path / "bench" / "results"
+    shutil.rmtree(results)  # FakeTrain's results from the first call
+    for c in slow:
+        if c.task == "make_stone_pickaxe" and c.seed < 3:
+            fake_result(results, c, 0.2 + 0.3 * (c.mode == "rlgpt") + 0.1 * c.seed, 10)
+    assert A.main(["--table"]) == 0
+    text = md.read_text().split("With and without the slow loop")[1]
+    assert row_of(text, "make_stone_pickaxe", "300000")[0][2:] == [
+        "0.65 ± 0.07 (n=2, 20 ep)", "0.35 ± 0.07 (n=2, 20 ep)", "0.65 ± 0.07 (n=2, 16 ep)", "0.35 ± 0.07 (n=2, 16 ep)"]
+    assert row_of(text, "collect_iron", "300000")[0][2:] == ["—"] * 4
+    assert "Missing (8 of 12 cells):\n- make_stone_pickaxe (300000): rlgpt s3; rlgpt-1iter s3\n" \
+           "- collect_iron (300000): rlgpt s1 s2 s3; rlgpt-1iter s1 s2 s3\n" in text
+    assert "Not in a grid" not in text and "![make_stone_pickaxe](docs/results_make_stone_pickaxe.png)" in text
