@@ -150,7 +150,7 @@ def validate(args, cfg: P.PPOConfig, parser: argparse.ArgumentParser) -> None:
     if args.task.startswith("minedojo:"):
         try:
             E.make_env(args.task).close()
-        except ImportError as e:
+        except (ImportError, ValueError) as e:  # ValueError: a task id MineDojo does not know
             parser.error(str(e))
     else:
         try:

@@ -7,7 +7,8 @@ agent to write, or "rl" to be left to PPO) plus a small RL configuration; after 
 `Plan.from_dict`; every rejection goes back to the model with the exact error, a few times at most.
 
 With `llm=None` the agent is the hand-written library backend: the plan is `skills.reference_plan`
-and the critic is a small rule-based one. Nothing there is LLM output, and it says so.
+(`minedojo_skills.reference_plan` for a MineDojo task) and the critic is a small rule-based one.
+Nothing there is LLM output, and it says so.
 
     python slow_agent.py --task collect_diamond      # print the planner's prompt, exactly as sent
     python skills.py --task collect_diamond          # the hand-written reference plan of that task
@@ -20,15 +21,16 @@ import json
 import re
 from dataclasses import asdict, dataclass
 
+import minedojo_skills
 import skills
 from core import MAX_SUBACTIONS, SHAPING_RANGE, CodeAction, Plan, Task, api_doc
-from env import api_for, get_task
+from env import api_for, game_of, get_task, is_crafter
 from llm import LLMReplyError
 
 # ----------------------------------------------------------------------------------------------
 # Prompt templates: exactly what the model sees.
 
-PLAN_SYSTEM = """You are the slow agent of RL-GPT, planning for the game Crafter. You split a task into \
+PLAN_SYSTEM = """You are the slow agent of RL-GPT, planning for the game {game}. You split a task into \
 sub-actions and decide for each whether it is written as code ("code") or learned by reinforcement \
 learning ("rl"). Code suits a clear procedure over the API (walk to a visible target and act on it, \
 craft, place, repeat an action); RL suits trial and error and reacting to what is seen (exploring, \
@@ -229,7 +231,8 @@ class SlowAgent:
     def _library_plan(self, task: Task, feedback: Feedback | None, previous: Plan | None) -> Plan:
         """The hand-written reference plan; a re-plan applies the critic's code/RL moves to it."""
         try:
-            plan = Plan.from_dict({**skills.reference_plan(task.name), "task": task.name}, task)
+            reference = (skills if is_crafter(task.name) else minedojo_skills).reference_plan(task.name)
+            plan = Plan.from_dict({**reference, "task": task.name}, task)
         except ValueError as e:
             raise AgentError(f"the hand-written reference plan of {task.name!r} is invalid: {e}") from e
         if feedback is None:
@@ -253,7 +256,8 @@ def plan_messages(task: Task, env_doc: str, feedback: Feedback | None = None,
     if feedback is not None:
         text += REPLAN_PROMPT.format(previous=_plan_text(previous) if previous else "(not kept)",
                                      feedback=json.dumps(feedback.to_dict(), indent=1))
-    return [{"role": "system", "content": PLAN_SYSTEM}, {"role": "user", "content": text}]
+    return [{"role": "system", "content": PLAN_SYSTEM.format(game=game_of(task.name))},
+            {"role": "user", "content": text}]
 
 
 def rule_based_critique(plan: Plan, code_actions: list[CodeAction], stats: dict) -> Feedback:

@@ -47,6 +47,7 @@ from tqdm import tqdm
 
 import cli
 import env as E
+import minedojo_skills
 import ppo as P
 import report
 import skill_library as SL
@@ -185,7 +186,8 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
             continue  # accepted before and the critic is happy with it
         action = None
         if args.mode == "code" and run["llm"] is None:
-            action = skills.whole_task_program(args.task, args.max_macro_steps)
+            programs = skills if is_crafter(args) else minedojo_skills
+            action = programs.whole_task_program(args.task, args.max_macro_steps)
         elif sub.reuse and not fix and (action := reuse_skill(run, fast, sub, k)):
             state["reused"] = state.get("reused", []) + [sub.name]
         else:
@@ -234,10 +236,10 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
     n_base = ppo.agent.n_actions - len(library.actions)
     plan = Plan.from_dict(state["plan"]) if state["plan"] else None
     rl_config = plan_rl_config(args, state)
-    mask = library.mask(n_base, rl_config.get("mask_actions", []))
+    mask = library.mask(E.get_task(args.task).actions, rl_config.get("mask_actions", []))
     envs = run["envs"]
-    if is_crafter(args):  # the plan's shaping, and the iteration the stats rows name (the one they end in)
-        envs.call("set_shaping", rl_config.get("shaping"))
+    envs.call("set_shaping", rl_config.get("shaping"))  # the plan's shaping, in every backend
+    if is_crafter(args):  # the iteration the stats rows name (the one they end in)
         envs.set_attr("iteration", k + 1)  # 1-based, as iter_1/ and the log
     program = n_base + library.actions.index(
         next(a for a in library.actions if a.name == library.active["solve_task"])) \
@@ -350,7 +352,8 @@ def grow_actions(args: Args, run: dict, ppo: P.PPO, library: Library, state: dic
     names = [a.name for a in library.actions]
     copy_from = [n_base + names.index(a.replaces) if a.replaces in names else None
                  for a in library.actions[-grow:]]
-    old_mask = library.mask(n_base, plan_rl_config(args, state).get("mask_actions", []))[:agent.n_actions]
+    old_mask = library.mask(E.get_task(args.task).actions,
+                            plan_rl_config(args, state).get("mask_actions", []))[:agent.n_actions]
     agent.extend(grow, prior=ppo.cfg.new_action_prior, obs=ppo.next_obs, mask=old_mask, copy_from=copy_from)
     E.set_vec_code_actions(run["envs"], library.actions)
 
