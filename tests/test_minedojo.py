@@ -106,7 +106,8 @@ class FakeMineDojo:
 
     def _obs(self):
         h, w = self.image_size
-        rgb = (np.arange(3 * h * w) % 251).astype(np.uint8).reshape(3, h, w)  # every pixel different
+        # every pixel different, and every frame (a GIF writer merges equal frames)
+        rgb = ((np.arange(3 * h * w) + len(self.actions)) % 251).astype(np.uint8).reshape(3, h, w)
         return {
             "rgb": rgb,
             "inventory": {"name": np.array([s[0] for s in self.slots]),
@@ -403,8 +404,11 @@ def train_on(tmp_path, task: str, mode: str, total_steps: int = 128):
 
 
 def test_rl_mode_writes_the_eval_gif_from_minedojo_frames(fake, tmp_path):
+    import imageio
+
     d, stats = train_on(tmp_path, "minedojo:harvest_log", "rl")
-    assert stats["env_steps"] >= 128 and (d / "iter_1" / "eval.gif").stat().st_size > 0
+    frames = imageio.mimread(d / "iter_1" / "eval.gif")
+    assert stats["env_steps"] >= 128 and len(frames) == stats["mean_episode_length"] + 1  # reset + each step
 
 
 def test_code_mode_calls_the_program_after_minedojos_own_actions(fake, taken, tmp_path):
