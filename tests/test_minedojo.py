@@ -451,3 +451,11 @@ def test_an_unknown_minedojo_task_id_exits_2_naming_it(fake, task, tmp_path, cap
     assert set(suggested) <= set(minedojo_env.TASKS), suggested  # MineDojo tasks only, never a Crafter name
     if task == "minedojo:harvest_logs":
         assert suggested == ["minedojo:harvest_log"]
+
+
+@pytest.mark.parametrize("mode", ["code", "rlgpt"])
+def test_the_library_backend_on_a_minedojo_task_without_reference_skills_exits_2(fake, mode, tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        train.main(["--task", "minedojo:" + RAW, "--mode", mode, "--llm", "library", "--runs-dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and f"minedojo:{RAW} needs an LLM" in err and list(tmp_path.iterdir()) == []
