@@ -216,8 +216,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gif", help="write the demo's frames to this GIF")
     args = parser.parse_args(argv)
     if args.list:
-        for t in [*TASKS.values(), *minedojo_env.TASKS.values()]:
-            print(f"{t.name:20s} {t.max_steps:6d} steps  {t.description}")
+        tasks = [*TASKS.values(), *minedojo_env.TASKS.values()]
+        width = max(len(t.name) for t in tasks)
+        for t in tasks:
+            print(f"{t.name:{width}s} {t.max_steps:6d} steps  {t.description}")
         print("aliases: " + ", ".join(f"{a} -> {t}" for a, t in ALIASES.items()))
         print("minedojo:<task_id>: any other MineDojo task (needs MineDojo installed)")
         return 0
