@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 
 import env as E
+import minedojo_env
 import ppo as P
 import skill_library as SL
 from llm import LLMError, configured_endpoint, validate_url
@@ -150,8 +151,12 @@ def validate(args, cfg: P.PPOConfig, parser: argparse.ArgumentParser) -> None:
     if args.task.startswith("minedojo:"):
         try:
             E.make_env(args.task).close()
-        except ImportError as e:
+        except (ImportError, ValueError) as e:  # ValueError: a task id MineDojo does not know
             parser.error(str(e))
+        library = args.llm == "library" or (args.llm == "auto" and not url)
+        if args.mode != "rl" and library and args.task not in minedojo_env.TASKS:
+            parser.error(f"--llm library: hand-written skills exist only for {', '.join(minedojo_env.TASKS)}; "
+                         f"{args.task} needs an LLM (--llm http) or --mode rl")
     else:
         try:
             E.get_task(args.task)

@@ -51,10 +51,11 @@ class Library:
         self.active[sub] = name
         return action
 
-    def mask(self, n_base: int, masked_base: list[str]) -> np.ndarray:
-        """Allowed actions: the env's own ones (less those the plan masks by name) and the code actions in use."""
+    def mask(self, base_actions: tuple[str, ...], masked_base: list[str]) -> np.ndarray:
+        """Allowed actions: the env's own ones (`base_actions`, the task's names of them, less those the
+        plan masks by name) and the code actions in use."""
         live = set(self.active.values())
-        base = [i >= len(E.ACTIONS) or E.ACTIONS[i] not in masked_base for i in range(n_base)]
+        base = [name not in masked_base for name in base_actions]
         return np.array(base + [a.name in live for a in self.actions], dtype=bool)
 
 
@@ -196,11 +197,11 @@ def run_program(run: dict, ppo: P.PPO, action: int, steps: int, on_step, progres
 
 
 def whole_task_subaction(args) -> SubAction:
-    task = E.get_task(args.task) if is_crafter(args) else None
-    chain = ", ".join(task.prerequisites) if task else "(see the task)"
+    task = E.get_task(args.task)
+    chain = ", ".join(task.prerequisites) or "none"
     return SubAction(
         name="solve_task", how="code", reason="--mode code: the pure code-as-policy baseline",
-        spec=f"Solve the whole task: {task.description if task else args.task} Achievements usually "
+        spec=f"Solve the whole task: {task.description} What is usually "
              f"needed first, in order: {chain}. The function is called again and again until the episode "
              f"ends; one call may take at most {args.max_macro_steps} env steps, so make one step of "
              "progress (explore when nothing useful is visible) and return True when it made progress.")

@@ -53,6 +53,11 @@ def is_crafter(task: str) -> bool:
     return not task.startswith(minedojo_env.PREFIX)
 
 
+def game_of(task: str) -> str:
+    """The game's name as the agents' prompts say it."""
+    return "Crafter" if is_crafter(task) else "Minecraft (MineDojo)"
+
+
 def api_for(task: str) -> type[PrimitiveAPI]:
     """The primitive API class code actions for this task are written against."""
     return CrafterAPI if is_crafter(task) else minedojo_env.MineDojoAPI
@@ -211,9 +216,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gif", help="write the demo's frames to this GIF")
     args = parser.parse_args(argv)
     if args.list:
-        for t in TASKS.values():
-            print(f"{t.name:20s} {t.max_steps:6d} steps  {t.description}")
+        tasks = [*TASKS.values(), *minedojo_env.TASKS.values()]
+        width = max(len(t.name) for t in tasks)
+        for t in tasks:
+            print(f"{t.name:{width}s} {t.max_steps:6d} steps  {t.description}")
         print("aliases: " + ", ".join(f"{a} -> {t}" for a, t in ALIASES.items()))
+        print("minedojo:<task_id>: any other MineDojo task (needs MineDojo installed)")
         return 0
     try:
         get_task(args.task)

@@ -1,12 +1,14 @@
 """The fast agent of RL-GPT: writes one code action per "code" sub-action, in a short repair loop.
 
 The fast loop of the paper: each candidate is (1) cut out of the model's reply, (2) checked by the
-sandbox, (3) dry-run once in a real Crafter env for a bounded number of steps. Any failure goes back
-to the model with the error and the failing line of *its* code, up to `max_attempts` (Voyager uses
-4); then `write()` returns None and the sub-action is left to RL. Bad model code never raises here.
+sandbox, (3) dry-run once in the task's real env (Crafter or MineDojo) for a bounded number of
+steps. Any failure goes back to the model with the error and the failing line of *its* code, up to
+`max_attempts` (Voyager uses 4); then `write()` returns None and the sub-action is left to RL. Bad
+model code never raises here.
 
-With `llm=None` the agent is the hand-written library backend: `skills.skill_for(name)`, put through
-the same sandbox check and dry-run as model code.
+With `llm=None` the agent is the hand-written library backend: `skills.skill_for(name)` (for a
+MineDojo task `minedojo_skills.skill_for(name)`), put through the same sandbox check and dry-run as
+model code.
 
     python fast_agent.py --skill chop_tree     # check and dry-run one hand-written skill
 """
@@ -21,17 +23,18 @@ import textwrap
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import minedojo_skills
 import sandbox
 import skills
 from core import CodeAction, SubAction
-from env import make_env
+from env import game_of, is_crafter, make_env
 from llm import LLMError, LLMReplyError
 from replies import fenced_blocks
 
 # ----------------------------------------------------------------------------------------------
 # Prompt templates: exactly what the model sees.
 
-WRITE_SYSTEM = """You write code actions for an agent in the game Crafter. A code action is one Python \
+WRITE_SYSTEM = """You write code actions for an agent in the game {game}. A code action is one Python \
 function that plays the game only through the `api` object passed to it. The RL agent decides when to \
 call it; each call runs until the function returns or its step budget is spent."""
 
@@ -50,8 +53,9 @@ Write `{name}`: {spec}{feedback}
 Reply with only the code in one ```python block."""
 
 EXAMPLE = "Example{what}:\n```python\n{source}\n```"
-# The example shown when the skill library offers none: deliberately a skill of another task than the
-# default one (collect_wood), so the prompt never hands the model the answer it is asked for.
+# The example shown for a Crafter task when the skill library offers none: deliberately a skill of another
+# task than the default one (collect_wood), so the prompt never hands the model the answer it is asked
+# for. A MineDojo task gets minedojo_skills.EXAMPLE, for the same reason.
 DRINK_WATER = CodeAction("drink_water", '''
 def drink_water(api):
     """Walk to the nearest visible water and drink from it once."""
@@ -118,14 +122,16 @@ class FastAgent:
     def write(self, subaction: SubAction, env_doc: str, feedback: str | None = None,
               examples: list[CodeAction] | None = None) -> CodeAction | None:
         """A checked, dry-run code action for `subaction`, or None: leave it to RL. `examples` are the
-        skill library's most related skills (skill_library.py); without any, DRINK_WATER."""
+        skill library's most related skills (skill_library.py); without any, the backend's example."""
         self.last_attempts = []
         if self.llm is None:
             return self._library(subaction)
-        prompt = WRITE_PROMPT.format(api_doc=env_doc, examples=_examples_text(examples),
+        default = DRINK_WATER if is_crafter(self.dry_run_task) else minedojo_skills.EXAMPLE
+        prompt = WRITE_PROMPT.format(api_doc=env_doc, examples=_examples_text(examples, default),
                                      name=subaction.name, spec=subaction.spec, budget=self.dry_run_steps,
                                      feedback=FEEDBACK_NOTE.format(feedback=feedback) if feedback else "")
-        messages = [{"role": "system", "content": WRITE_SYSTEM}, {"role": "user", "content": prompt}]
+        messages = [{"role": "system", "content": WRITE_SYSTEM.format(game=game_of(self.dry_run_task))},
+                    {"role": "user", "content": prompt}]
         for _ in range(self.max_attempts):
             try:
                 reply = self.llm.chat(messages, max_tokens=1024)
@@ -175,7 +181,7 @@ class FastAgent:
 
     def _library(self, subaction: SubAction) -> CodeAction | None:
         """The hand-written skill of this name, accepted only if it passes the same checks as model code."""
-        skill = skills.skill_for(subaction.name)
+        skill = (skills if is_crafter(self.dry_run_task) else minedojo_skills).skill_for(subaction.name)
         if skill is None:
             self.last_attempts.append(Attempt("", f"no hand-written skill named {subaction.name!r}"))
             return None
@@ -184,10 +190,10 @@ class FastAgent:
         return skill if error is None else None
 
 
-def _examples_text(examples: list[CodeAction] | None) -> str:
-    """The prompt's examples: the library's related skills with their one-line doc, else drink_water."""
+def _examples_text(examples: list[CodeAction] | None, default: CodeAction = DRINK_WATER) -> str:
+    """The prompt's examples: the library's related skills with their one-line doc, else `default`."""
     if not examples:
-        return EXAMPLE.format(what="", source=DRINK_WATER.source.strip("\n"))
+        return EXAMPLE.format(what="", source=default.source.strip("\n"))
     return "\n\n".join(EXAMPLE.format(what=f" from the skill library, {a.function}: {(a.doc or '-').splitlines()[0]}",
                                       source=a.source.strip("\n")) for a in examples)
 

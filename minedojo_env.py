@@ -1,23 +1,32 @@
 """The optional MineDojo backend: the same interface as env.CrafterEnv over a Minecraft task.
 
-    env = env.make_env("minedojo:harvest_milk_with_empty_bucket_and_cow", seed=0)
+    env = env.make_env("minedojo:craft_wooden_pickaxe", seed=0)         # a task of the table below
+    env = env.make_env("minedojo:harvest_milk_with_empty_bucket_and_cow")  # any MineDojo task id
 
-Tasks are named `minedojo:<task_id>`; the `minedojo` package itself is imported only when such an
-env is built, so this file imports anywhere. MineDojo itself (`pip install minedojo`)
-pins gym 0.21 and needs JDK 8 and a Minecraft build; see
+Tasks are named `minedojo:<task_id>`. The five first tasks of the Plan4MC tech tree (TASKS: log,
+planks, stick, crafting table, wooden pickaxe) carry a prerequisite chain, a description and
+hand-written reference skills (minedojo_skills.py); they are built on MineDojo's documented Harvest
+meta task (`minedojo.make(task_id="harvest", target_names=<item>, target_quantities=1)`), whose
+success is that many of the item in the inventory. Any other `<task_id>` goes to `minedojo.make` as it
+is (MineDojo's programmatic tasks); an id MineDojo does not know is a ValueError naming it.
+
+The `minedojo` package itself is imported only when such an env is built, so this file imports
+anywhere. MineDojo (`pip install minedojo`) pins gym 0.21 and needs JDK 8 and a Minecraft build; see
 https://docs.minedojo.org/sections/getting_started/install.html. Crafter tasks need none of it.
 
 NOT RUN AGAINST A REAL MINEDOJO HERE: MineDojo could not be installed on the machine this was
 written on. The adapter follows MineDojo's documentation and source (observation keys, the
 MultiDiscrete([3, 3, 4, 25, 25, 8, 244, 36]) action space, `is_successful`) and the reduced action
 space of the released RL-GPT/Plan4MC trainers; tests/test_minedojo.py checks the mapping against a
-stand-in with those documented spaces, which is all that has been verified.
+stand-in with those documented spaces (and, for the table's tasks, the vanilla wood recipes), which
+is all that has been verified.
 
-Read top to bottom: the reduced action space -> the env -> the primitive API for code actions.
+Read top to bottom: the reduced action space -> the tasks -> the env -> the primitive API for code actions.
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib
 
 import gymnasium as gym
@@ -107,14 +116,56 @@ def inventory_counts(raw_inventory: dict) -> dict[str, int]:
     return counts
 
 
+# ----------------------------------------------------------------------------------------------
+# Tasks: the first Plan4MC tasks, each "have 1 <item>" (a Harvest meta task), with the chain before it.
+# Step limits are this project's choice (Plan4MC's own differ per biome): generous for a bare-handed
+# agent, since breaking one log takes dozens of steps.
+
+HARVEST_TASK_ID = "harvest"  # MineDojo's meta task: target_names + target_quantities, success = in inventory
+KNOWN: list[tuple[str, str, int, tuple[str, ...], str]] = [  # name, item, max steps, chain, description
+    ("harvest_log", "log", 1000, (),
+     "Get 1 log: find a tree, face its trunk and hold attack until a log drops (dozens of steps bare-handed)."),
+    ("craft_planks", "planks", 1000, ("log",),
+     "Get 1 planks: get a log, then craft planks from it (1 log gives 4 planks, no table needed)."),
+    ("craft_stick", "stick", 1500, ("log", "planks"),
+     "Get 1 stick: get a log, craft planks, then craft sticks (2 planks give 4 sticks)."),
+    ("craft_crafting_table", "crafting_table", 1500, ("log", "planks"),
+     "Get 1 crafting_table in the inventory: get a log, craft planks, craft a crafting table from 4 planks."),
+    ("craft_wooden_pickaxe", "wooden_pickaxe", 2000, ("log", "planks", "stick", "crafting_table"),
+     "Get 1 wooden_pickaxe: 3 logs make enough planks for sticks (2 planks), a crafting table (4 planks) "
+     "and the pickaxe (3 planks + 2 sticks), which is crafted with the table placed nearby."),
+]
+
+
+def _task(name: str, item: str | None, max_steps: int, chain: tuple[str, ...], description: str) -> Task:
+    return Task(PREFIX + name, item, max_steps, chain, description, tuple(ACTIONS), tuple(TRACKED))
+
+
+TASKS: dict[str, Task] = {PREFIX + n: _task(n, *rest) for n, *rest in KNOWN}
+DEFAULT_MAX_STEPS = 500  # a MineDojo task id outside the table
+
+
 def get_task(name: str) -> Task:
-    """The task record of `minedojo:<task_id>`. Any id is accepted here: only MineDojo knows its own
-    ids, and MineDojoEnv turns its ValueError for an unknown one into a message naming the id."""
+    """The task record of `minedojo:<task_id>`: the table's, or a plain record for any other id (only
+    MineDojo knows its own ids; MineDojoEnv turns its ValueError for an unknown one into a message
+    naming the id, with close matches from this table only)."""
     task_id = name.removeprefix(PREFIX)
     if not task_id:
         raise ValueError(f"{name!r} names no MineDojo task: write minedojo:<task_id>, e.g. "
-                         "minedojo:harvest_milk_with_empty_bucket_and_cow")
-    return Task(PREFIX + task_id, None, 500, (), f"The MineDojo task {task_id}.", tuple(ACTIONS), tuple(TRACKED))
+                         f"{', '.join(TASKS)}")
+    if name in TASKS:
+        return TASKS[name]
+    return _task(task_id, None, DEFAULT_MAX_STEPS, (), f"The MineDojo task {task_id}.")
+
+
+def _unknown_id(task_id: str, error: ValueError) -> ValueError:
+    """MineDojo's ValueError for an id it does not know, as a sentence naming it. The hint compares
+    ids without the shared `minedojo:` and offers only this table's tasks (a Crafter name would not run
+    here)."""
+    close = difflib.get_close_matches(task_id, [n.removeprefix(PREFIX) for n in TASKS], n=3, cutoff=0.5)
+    hint = f" Did you mean {', '.join(PREFIX + c for c in close)}?" if close else ""
+    return ValueError(f"MineDojo does not know the task id {task_id!r} ({error}).{hint} Tasks with reference "
+                      f"skills: {', '.join(TASKS)}; any MineDojo task id works as minedojo:<task_id>.")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -122,26 +173,26 @@ def get_task(name: str) -> Task:
 
 
 class MineDojoEnv(gym.Env):
-    """A MineDojo task as a Gymnasium 1.x env: task success terminates, `max_steps` truncates.
+    """A MineDojo task as a Gymnasium 1.x env: task success terminates, `max_steps` truncates (by
+    default the task's limit: the table's, else DEFAULT_MAX_STEPS).
 
     Observation: {"image": (H, W, 3) uint8 from MineDojo's channel-first `rgb`; "inventory":
     (len(TRACKED),) int32 counts, clipped at 64}. Action: Discrete(36), the paper's reduced space;
     action 0 is the full noop, as in Crafter (env.CodeActions charges an idle code action with it).
     `step` also takes a full MultiDiscrete 8-vector: the primitive API needs craft/equip/place,
     which the reduced space leaves out. MineDojo's seed is fixed when the simulator is built (a new
-    world costs minutes), so `reset(seed=...)` only reseeds Gymnasium's own RNG.
+    world costs minutes), so `reset(seed=...)` only reseeds Gymnasium's own RNG. Set `frames` to []
+    to record the episode's frames (the trainer's evaluation GIF and the vision critic's frames).
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
 
-    def __init__(self, task_id: str, seed: int | None = None, max_steps: int = 500,
+    def __init__(self, task_id: str, seed: int | None = None, max_steps: int | None = None,
                  minedojo_reward: bool = False, image_size: tuple[int, int] = (64, 64),
                  shaping: dict[str, float] | None = None, minedojo_kwargs: dict | None = None,
                  render_mode: str | None = None):
-        self.shaping = dict(shaping or {})  # tracked item -> reward per unit gained, as for Crafter tasks
-        unknown = set(self.shaping) - set(TRACKED)
-        if unknown:
-            raise ValueError(f"shaping weights for untracked items {sorted(unknown)}; tracked: {TRACKED}")
+        self.set_shaping(shaping)
+        task = get_task(PREFIX + task_id)
         try:
             import minedojo
             mc = importlib.import_module("minedojo.sim.mc_meta.mc")
@@ -150,17 +201,29 @@ class MineDojoEnv(gym.Env):
         kwargs = dict(minedojo_kwargs or {})
         if seed is not None:
             kwargs["seed"] = int(seed)
-        self._env = minedojo.make(task_id=task_id, image_size=tuple(image_size), **kwargs)
+        make_id = task_id
+        if task.achievement is not None:  # a task of the table: MineDojo's Harvest meta task
+            make_id = HARVEST_TASK_ID
+            kwargs = {"target_names": task.achievement, "target_quantities": 1, **kwargs}
+        try:
+            self._env = minedojo.make(task_id=make_id, image_size=tuple(image_size), **kwargs)
+        except ValueError as e:  # MineDojo's answer to an id it does not know
+            raise _unknown_id(task_id, e) from e
         nvec = tuple(int(n) for n in self._env.action_space.nvec)
         if nvec[:6] != NVEC[:6] or nvec[7] != NVEC[7]:
             raise RuntimeError(f"MineDojo action space {nvec} is not the documented {NVEC}; the reduced "
                                "action mapping assumes 15-degree camera bins (cam_interval=15)")
         self.craft_items: list[str] = list(mc.ALL_CRAFT_SMELT_ITEMS)  # the craft argument's meaning
-        self.task_id, self.max_steps, self.minedojo_reward = task_id, max_steps, minedojo_reward
-        # the same record Crafter tasks carry, so prompts are built the same way; MineDojo has no chain
-        prompt = str(getattr(self._env, "task_prompt", "") or task_id)
-        self.task = Task(PREFIX + task_id, None, max_steps, (), prompt, tuple(ACTIONS), tuple(TRACKED))
+        self.task_id, self.minedojo_reward = task_id, minedojo_reward
+        self.max_steps = max_steps or task.max_steps
+        # the same record Crafter tasks carry, so prompts are built the same way: the table's, else
+        # MineDojo's own prompt for its task, with no chain
+        if task.achievement is None:
+            prompt = str(getattr(self._env, "task_prompt", "") or task_id)
+            task = _task(task_id, None, self.max_steps, (), prompt)
+        self.task = task
         self.render_mode = render_mode
+        self.frames: list[np.ndarray] | None = None  # set to [] to record every frame (GIFs)
         self.observation_space = gym.spaces.Dict({
             "image": gym.spaces.Box(0, 255, (*image_size, 3), np.uint8),
             "inventory": gym.spaces.Box(0, MAX_COUNT, (len(TRACKED),), np.int32),
@@ -175,10 +238,20 @@ class MineDojoEnv(gym.Env):
         image = np.ascontiguousarray(np.transpose(raw["rgb"], (1, 2, 0)), dtype=np.uint8)  # (3,H,W)->(H,W,3)
         return {"image": image, "inventory": inv}
 
+    def set_shaping(self, shaping: dict[str, float] | None) -> None:
+        """Tracked item -> reward per unit gained (the slow agent's menu); may change between iterations."""
+        unknown = set(shaping or {}) - set(TRACKED)
+        if unknown:
+            raise ValueError(f"shaping weights for untracked items {sorted(unknown)}; tracked: {TRACKED}")
+        self.shaping = dict(shaping or {})
+
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
         self._length, self._return = 0, 0.0
-        return self._obs(self._env.reset()), {}
+        obs = self._obs(self._env.reset())
+        if self.frames is not None:
+            self.frames = [obs["image"]]
+        return obs, {}
 
     def step(self, action):
         vec = np.asarray(action, np.int64)
@@ -202,7 +275,10 @@ class MineDojoEnv(gym.Env):
         info = {"prim_steps": 1, "success": success}
         if terminated or truncated:
             info["episode"] = {"r": self._return, "l": self._length, "success": success}
-        return self._obs(raw), reward, terminated, truncated, info
+        obs = self._obs(raw)
+        if self.frames is not None:
+            self.frames.append(obs["image"])
+        return obs, reward, terminated, truncated, info
 
     def render(self):
         return None if self._raw is None else np.transpose(self._raw["rgb"], (1, 2, 0))

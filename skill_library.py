@@ -38,6 +38,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import minedojo_skills
 import skills
 from core import CodeAction
 
@@ -185,10 +186,9 @@ class SkillLibrary:
                 self._write(path, json.dumps(record, indent=1) + "\n")
 
     def seed(self) -> None:
-        """The hand-written reference skills join the library (once: they are content-addressed)."""
-        if self.backend == "crafter":
-            for skill in skills.SKILLS.values():
-                self.add(skill, origin="hand-written")
+        """The backend's hand-written reference skills join the library (once: they are content-addressed)."""
+        for skill in {"crafter": skills.SKILLS, "minedojo": minedojo_skills.SKILLS}.get(self.backend, {}).values():
+            self.add(skill, origin="hand-written")
 
     def catalogue(self, task: str) -> dict[str, str]:
         """What the slow agent is told: name -> one line, the skills most related to the task first,

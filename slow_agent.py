@@ -7,8 +7,9 @@ agent to write, or "rl" to be left to PPO) plus a small RL configuration; after 
 `Plan.from_dict`; every rejection goes back to the model with the exact error, a few times at most.
 
 With `llm=None` the agent is the hand-written library backend: the plan is `skills.reference_plan`
-and the critic is the rule-based one of critic.py. Nothing there is LLM output, and it says so. The
-critic's Feedback, its checks and how it changes a plan live in critic.py, for both backends.
+(`minedojo_skills.reference_plan` for a MineDojo task) and the critic is the rule-based one of
+critic.py. Nothing there is LLM output, and it says so. The critic's Feedback, its checks and how it
+changes a plan live in critic.py, for both backends.
 
     python slow_agent.py --task collect_diamond      # print the planner's prompt, exactly as sent
     python skills.py --task collect_diamond          # the hand-written reference plan of that task
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 
+import minedojo_skills
 import skills
 from core import MAX_SUBACTIONS, SHAPING_RANGE, CodeAction, Plan, Task, api_doc
 from critic import (
@@ -31,13 +33,13 @@ from critic import (
     rule_based_critique,
     success_text,
 )
-from env import api_for, get_task
+from env import api_for, game_of, get_task, is_crafter
 from llm import LLMReplyError
 
 # ----------------------------------------------------------------------------------------------
 # Prompt templates: exactly what the model sees.
 
-PLAN_SYSTEM = """You are the slow agent of RL-GPT, planning for the game Crafter. You split a task into \
+PLAN_SYSTEM = """You are the slow agent of RL-GPT, planning for the game {game}. You split a task into \
 sub-actions and decide for each whether it is written as code ("code") or learned by reinforcement \
 learning ("rl"). Code suits a clear procedure over the API (walk to a visible target and act on it, \
 craft, place, repeat an action); RL suits trial and error and reacting to what is seen (exploring, \
@@ -45,7 +47,7 @@ fighting, surviving). Each code sub-action becomes one extra action the RL agent
 always keeps the base actions too."""
 
 PLAN_PROMPT = """Task `{task}`: {description}
-Prerequisite chain (achievements normally needed first, in order): {chain}
+Prerequisite chain (what is normally done first, in order): {chain}
 
 Primitive API that code sub-actions are written against:
 {api_doc}
@@ -85,7 +87,7 @@ Revise the plan: follow the critic's moves between code and rl unless you have a
 and keep the names of sub-actions that stay."""
 
 CRITIC_SYSTEM = """You are the critic of RL-GPT. After a round of RL training with code actions in the \
-game Crafter, you read the statistics and explain what went wrong, so the planner can re-plan and the \
+game {game}, you read the statistics and explain what went wrong, so the planner can re-plan and the \
 code writer can fix its code."""
 
 CRITIC_PROMPT = """Task `{task}`: {description}
@@ -184,7 +186,8 @@ class SlowAgent:
         def parse(data: dict) -> Feedback:  # the same checks as the rule-based critic's feedback gets
             return check_feedback(Feedback.from_dict(data), plan)
 
-        messages = [{"role": "system", "content": CRITIC_SYSTEM}, {"role": "user", "content": text}]
+        messages = [{"role": "system", "content": CRITIC_SYSTEM.format(game=game_of(task.name))},
+                    {"role": "user", "content": text}]
         return self._ask(messages, FEEDBACK_SCHEMA, parse, "critique", images=frames or None)
 
     def _ask(self, messages: list[dict], schema: dict, parse, what: str, **chat_args):
@@ -213,7 +216,8 @@ class SlowAgent:
     def _library_plan(self, task: Task, feedback: Feedback | None, previous: Plan | None) -> Plan:
         """The hand-written reference plan; a re-plan is the previous plan with the critic's decisions applied."""
         try:
-            plan = Plan.from_dict({**skills.reference_plan(task.name), "task": task.name}, task)
+            reference = (skills if is_crafter(task.name) else minedojo_skills).reference_plan(task.name)
+            plan = Plan.from_dict({**reference, "task": task.name}, task)
         except ValueError as e:
             raise AgentError(f"the hand-written reference plan of {task.name!r} is invalid: {e}") from e
         if feedback is None:
@@ -235,7 +239,8 @@ def plan_messages(task: Task, env_doc: str, feedback: Feedback | None = None,
     if feedback is not None:
         text += REPLAN_PROMPT.format(previous=_plan_text(previous) if previous else "(not kept)",
                                      feedback=json.dumps(feedback.to_dict(), indent=1))
-    return [{"role": "system", "content": PLAN_SYSTEM}, {"role": "user", "content": text}]
+    return [{"role": "system", "content": PLAN_SYSTEM.format(game=game_of(task.name))},
+            {"role": "user", "content": text}]
 
 
 def _plan_text(plan: Plan) -> str:

@@ -42,6 +42,7 @@ import cli
 import curriculum as CU
 import distributed as D
 import env as E
+import minedojo_skills
 import ppo as P
 import report
 import run_dir as RD
@@ -156,9 +157,9 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
         variant = feedback.variants.get(sub.name) if feedback else None
         if sub.name in library.active and not fix and not variant:
             continue  # accepted before and the critic is happy with it
-        action = None
-        if args.mode == "code" and run["llm"] is None:
-            action = skills.whole_task_program(args.task, args.max_macro_steps)
+        if args.mode == "code" and run["llm"] is None:  # (every branch sets `action`)
+            programs = skills if is_crafter(args) else minedojo_skills
+            action = programs.whole_task_program(args.task, args.max_macro_steps)
         elif variant:  # the critic chose another hand-written version of this skill
             action = skills.variants(sub.name)[variant]
         elif sub.reuse and not fix and (action := reuse_skill(run["skills"], sub.name, fast.check_and_dry_run, k + 1)):
@@ -192,15 +193,15 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
     cu = CU.for_plan(state.get("curriculum"), plan, args.total_steps - ppo.global_step, ppo.global_step) \
         if args.mode in ("rlgpt", "rl+config") and E.is_crafter(args.task) else None  # the planner's chain
     state["curriculum"] = cu.to_dict() if cu else None
-    envs = run["envs"]
+    envs, base_actions = run["envs"], E.get_task(args.task).actions
 
     def configure():  # the plan's shaping, the current sub-task, its rl config; -> the action mask
         rl_config = CU.plan_rl_config(args.mode, state)
-        if is_crafter(args):  # and the iteration the stats rows name (the one they end in), 1-based as iter_1/
-            envs.call("set_shaping", rl_config.get("shaping"))
+        envs.call("set_shaping", rl_config.get("shaping"))  # in every backend
+        if is_crafter(args):  # the sub-task's bonus; the iteration the stats rows name, 1-based as iter_1/
             envs.call("set_subtask", cu.current if cu else None)
             envs.set_attr("iteration", k + 1)
-        return library.mask(n_base, rl_config.get("mask_actions", []))
+        return library.mask(base_actions, rl_config.get("mask_actions", []))
 
     mask = configure()
     program = n_base + library.actions.index(
@@ -217,8 +218,7 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
             cu.seen(infos)
 
     def on_update(step: int):  # at a rollout boundary: the curriculum may move on (-> its new mask)
-        moved = cu.update(step) if cu is not None else None
-        if moved:
+        if moved := (cu.update(step) if cu is not None else None):
             tqdm.write(f"[iter {k + 1}] {moved}")
         state["curriculum"] = cu.to_dict() if cu is not None else None
         # checkpoint once past each multiple (not at the iteration's last update: main() saves after it)
@@ -290,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     run_dir = run["dir"]
 
     probe = E.make_env(args.task, crafter_impl=args.crafter_impl)
-    n_base = probe.action_space.n  # the env's own actions; code actions come after them
+    n_base, base_actions = probe.action_space.n, E.get_task(args.task).actions  # code actions come after them
     agent = P.Agent(probe.observation_space, n_base)
     api = type(probe.unwrapped.make_api(0))
     doc = api_doc(api)
@@ -320,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
                     state, actions, active = D.broadcast([state, [asdict(a) for a in library.actions],
                                                           library.active])
                     library = Library([E.CodeAction(**a) for a in actions], active)
-                old_mask = library.mask(n_base, CU.plan_rl_config(args.mode, state).get("mask_actions", []))
+                old_mask = library.mask(base_actions, CU.plan_rl_config(args.mode, state).get("mask_actions", []))
                 grow_actions(ppo, run["envs"], library, n_base, old_mask)
                 state["phase"] = "train"
                 save(run, ppo, library, state)

@@ -1,8 +1,11 @@
 """The MineDojo adapter against a stand-in: MineDojo cannot be installed here, so a fake `minedojo`
 module with MineDojo's documented observation keys and MultiDiscrete action space records every
-action it receives. Run: python -m pytest -q tests/test_minedojo.py
+action it receives. The adapter first, then the reference skills, then train.py's four modes end to
+end on it (the library backend, tiny budgets). Run: python -m pytest -q tests/test_minedojo.py
 """
 
+import json
+import re
 import sys
 import types
 
@@ -11,39 +14,75 @@ import pytest
 
 import env
 import minedojo_env
-from core import api_doc
+import minedojo_skills
+import train
+from core import SubAction, api_doc
+from fast_agent import FastAgent
+from llm import LLMError
+from slow_agent import SlowAgent, plan_messages
 
 NVEC = [3, 3, 4, 25, 25, 8, 244, 36]
 CRAFT_ITEMS = ["stick", "planks", "crafting_table", "wooden_pickaxe"] + [f"item_{i}" for i in range(240)]
 EMPTY = ("air", 0)
+RAW = "harvest_wool_with_shears_and_sheep"  # one of MineDojo's own programmatic task ids, passed on as it is
+KNOWN_IDS = {"harvest", RAW, "harvest_milk_with_empty_bucket_and_cow"}  # the ids the stand-in knows
+# item crafted -> (what it uses, how many it makes, needs a crafting table placed nearby): vanilla Minecraft
+RECIPES = {"planks": ({"log": 1}, 4, False), "stick": ({"planks": 2}, 4, False),
+           "crafting table": ({"planks": 4}, 1, False), "wooden pickaxe": ({"planks": 3, "stick": 2}, 1, True)}
 
 
 class FakeMineDojo:
-    """A tiny world with MineDojo's old gym API: every 3rd attack yields a log, crafting planks turns
-    one log into 4 planks, equip/place act on the given inventory slot, walking forward moves +z."""
+    """A tiny world with MineDojo's old gym API: every 3rd attack yields a log, crafting follows
+    RECIPES (nothing happens without the materials), equip/place act on the given inventory slot (placing
+    a crafting table puts one nearby), walking forward moves +z. Slots hold MineDojo's display names
+    ("crafting table"). A Harvest meta task (task_id "harvest") starts with an empty inventory and
+    succeeds once the target is in it, as MineDojo's does; an id it does not know is a ValueError,
+    as from `minedojo.make`."""
 
-    def __init__(self, task_id, image_size, seed=None, **kwargs):
+    def __init__(self, task_id, image_size, seed=None, target_names=None, target_quantities=1, **kwargs):
+        if task_id not in KNOWN_IDS:
+            raise ValueError(f"task_id {task_id} is not a valid MineDojo task")
         self.task_id, self.image_size, self.seed = task_id, tuple(image_size), seed
+        self.target = (target_names.replace("_", " "), target_quantities) if task_id == "harvest" else None
         self.action_space = types.SimpleNamespace(nvec=np.array(NVEC))
         self.task_prompt = f"fake {task_id}"
         self.actions: list[list[int]] = []
         self.success_after: int | None = None  # number of steps after which the task succeeds
         self.die_after: int | None = None
-        self.start_slots = [("log", 2), ("dirt", 5), EMPTY, EMPTY, ("log", 3)]
+        self.start_slots = [] if self.target else [("log", 2), ("dirt", 5), EMPTY, EMPTY, ("log", 3)]
 
     @property
     def is_successful(self) -> bool:
+        if self.target:
+            return self._count(self.target[0]) >= self.target[1]
         return self.success_after is not None and len(self.actions) >= self.success_after
 
     def reset(self):
         self.slots = (self.start_slots + [EMPTY] * 36)[:36]
-        self.hand, self.pos, self.hits, self.actions = "air", np.zeros(3), 0, []
+        self.hand, self.pos, self.hits, self.actions, self.table_near = "air", np.zeros(3), 0, [], False
         return self._obs()
+
+    def _count(self, name):
+        return sum(n for s, n in self.slots if s == name)
 
     def _add(self, name, n):
         i = next((i for i, s in enumerate(self.slots) if s[0] == name), None)
         i = i if i is not None else next(i for i, s in enumerate(self.slots) if s == EMPTY)
         self.slots[i] = (name, self.slots[i][1] + n)
+
+    def _take(self, name, n):
+        for i, (s, have) in enumerate(self.slots):
+            if s == name and n > 0:
+                used = min(n, have)
+                self.slots[i] = (s, have - used) if have > used else EMPTY
+                n -= used
+
+    def _craft(self, name):
+        uses, makes, table = RECIPES.get(name, ({"nothing": 1}, 0, False))
+        if all(self._count(k) >= n for k, n in uses.items()) and (self.table_near or not table):
+            for k, n in uses.items():
+                self._take(k, n)
+            self._add(name, makes)
 
     def step(self, action):
         a = [int(v) for v in action]
@@ -54,21 +93,21 @@ class FakeMineDojo:
             self.hits += 1
             if self.hits % 3 == 0:
                 self._add("log", 1)
-        elif a[5] == 4 and CRAFT_ITEMS[a[6]] == "planks":
-            i = next(i for i, s in enumerate(self.slots) if s[0] == "log")
-            self.slots[i] = (self.slots[i][0], self.slots[i][1] - 1) if self.slots[i][1] > 1 else EMPTY
-            self._add("planks", 4)
+        elif a[5] == 4:
+            self._craft(CRAFT_ITEMS[a[6]].replace("_", " "))
         elif a[5] == 5:
             self.hand = self.slots[a[7]][0]
         elif a[5] == 6:
             name, n = self.slots[a[7]]
             self.slots[a[7]] = (name, n - 1) if n > 1 else EMPTY
+            self.table_near |= name == "crafting table"
         done = self.is_successful or (self.die_after is not None and len(self.actions) >= self.die_after)
         return self._obs(), 0.25, done, {}
 
     def _obs(self):
         h, w = self.image_size
-        rgb = (np.arange(3 * h * w) % 251).astype(np.uint8).reshape(3, h, w)  # every pixel different
+        # every pixel different, and every frame (a GIF writer merges equal frames)
+        rgb = ((np.arange(3 * h * w) + len(self.actions)) % 251).astype(np.uint8).reshape(3, h, w)
         return {
             "rgb": rgb,
             "inventory": {"name": np.array([s[0] for s in self.slots]),
@@ -116,9 +155,9 @@ EXPECTED_FUNCTIONAL = [0, 1, 3]  # noop, use, attack
 
 
 def test_each_reduced_action_reaches_minedojo_as_the_right_vector(fake):
-    e = minedojo_env.MineDojoEnv("harvest_log", seed=3, max_steps=100)
+    e = minedojo_env.MineDojoEnv(RAW, seed=3, max_steps=100)
     assert fake[0].seed == 3 and fake[0].image_size == (64, 64) and e.action_space.n == 36
-    assert e.task.name == "minedojo:harvest_log" and e.task.description == "fake harvest_log"
+    assert e.task.name == "minedojo:" + RAW and e.task.description == f"fake {RAW}"
     e.reset(seed=3)
     for a in range(36):
         e.step(a)
@@ -128,7 +167,7 @@ def test_each_reduced_action_reaches_minedojo_as_the_right_vector(fake):
 
 
 def test_step_takes_a_full_vector_and_rejects_bad_actions(fake):
-    e = minedojo_env.MineDojoEnv("harvest_log")
+    e = minedojo_env.MineDojoEnv(RAW)
     e.reset()
     e.step(np.array([1, 0, 1, 12, 20, 4, 2, 0]))
     assert fake[0].actions[-1] == [1, 0, 1, 12, 20, 4, 2, 0]
@@ -138,7 +177,7 @@ def test_step_takes_a_full_vector_and_rejects_bad_actions(fake):
 
 
 def test_observation_image_and_inventory_counts(fake):
-    e = minedojo_env.MineDojoEnv("harvest_log")
+    e = minedojo_env.MineDojoEnv(RAW)
     fake[0].start_slots = [("log", 2), ("crafting table", 1), ("air", 0), ("log2", 3), ("log", 64),
                            ("cobblestone", 40), ("cobblestone", 40), ("wooden pickaxe", 1)]
     obs, info = e.reset()
@@ -154,7 +193,7 @@ def test_observation_image_and_inventory_counts(fake):
 
 
 def test_success_terminates_with_reward_and_episode_info(fake):
-    e = minedojo_env.MineDojoEnv("harvest_log", max_steps=50)
+    e = minedojo_env.MineDojoEnv(RAW, max_steps=50)
     e.reset()
     fake[0].success_after = 3
     results = [e.step(0) for _ in range(3)]
@@ -166,7 +205,7 @@ def test_success_terminates_with_reward_and_episode_info(fake):
 
 
 def test_death_terminates_without_success_and_the_step_limit_truncates(fake):
-    e = minedojo_env.MineDojoEnv("harvest_log", max_steps=4, minedojo_reward=True)
+    e = minedojo_env.MineDojoEnv(RAW, max_steps=4, minedojo_reward=True)
     e.reset()
     fake[0].die_after = 2
     _, reward, terminated, truncated, info = [e.step(0) for _ in range(2)][-1]
@@ -188,7 +227,7 @@ def test_api_doc_renders_every_call(fake):
 
 
 def test_camera_calls_split_into_15_degree_bins(fake):
-    e = minedojo_env.MineDojoEnv("harvest_log")
+    e = minedojo_env.MineDojoEnv(RAW)
     e.reset()
     api = e.make_api(20)
     api.turn(90)
@@ -202,7 +241,7 @@ def test_camera_calls_split_into_15_degree_bins(fake):
 
 
 def test_missing_items_wait_one_step_and_bad_craft_names_raise(fake):
-    e = minedojo_env.MineDojoEnv("harvest_log")
+    e = minedojo_env.MineDojoEnv(RAW)
     e.reset()
     api = e.make_api(20)
     assert api.equip("diamond") is False and api.place("furnace") is False
@@ -224,7 +263,7 @@ def make_and_place_planks(api):
 
 
 def test_code_action_drives_minedojo_with_full_vectors(fake):
-    e = env.make_env("minedojo:harvest_log", seed=1, code_actions=[MAKE_AND_PLACE_PLANKS])
+    e = env.make_env("minedojo:" + RAW, seed=1, code_actions=[MAKE_AND_PLACE_PLANKS])
     assert e.action_space.n == 37
     e.reset(seed=1)
     _, reward, terminated, truncated, info = e.step(36)
@@ -238,11 +277,11 @@ def test_code_action_drives_minedojo_with_full_vectors(fake):
 
 
 def test_code_action_stops_at_success_and_at_the_step_budget(fake):
-    e = env.make_env("minedojo:harvest_log", code_actions=[MAKE_AND_PLACE_PLANKS], max_macro_steps=2)
+    e = env.make_env("minedojo:" + RAW, code_actions=[MAKE_AND_PLACE_PLANKS], max_macro_steps=2)
     e.reset()
     _, _, terminated, _, info = e.step(36)
     assert info["prim_steps"] == 2 and not terminated and "stopped" in info["code_error"]
-    e = env.make_env("minedojo:harvest_log", code_actions=[MAKE_AND_PLACE_PLANKS])
+    e = env.make_env("minedojo:" + RAW, code_actions=[MAKE_AND_PLACE_PLANKS])
     e.reset()
     fake[-1].success_after = 4
     _, reward, terminated, _, info = e.step(36)
@@ -262,24 +301,161 @@ def test_without_minedojo_the_error_says_what_to_install(monkeypatch):
 def test_passes_gymnasium_check_env(fake):
     from gymnasium.utils.env_checker import check_env
 
-    check_env(minedojo_env.MineDojoEnv("harvest_log"), skip_render_check=True)
+    check_env(minedojo_env.MineDojoEnv(RAW), skip_render_check=True)
 
 
 def test_shaping_rewards_tracked_item_gains(fake):
-    e = minedojo_env.MineDojoEnv("harvest_log", shaping={"log": 0.5, "planks": 0.1})
+    e = minedojo_env.MineDojoEnv(RAW, shaping={"log": 0.5, "planks": 0.1})
     e.reset()
     rewards = [e.step(2)[1] for _ in range(3)]  # noop/attack: the fake drops a log every 3rd hit
     assert rewards == [0.0, 0.0, 0.5]
     craft_planks = minedojo_env.full_action({5: 4, 6: CRAFT_ITEMS.index("planks")})
     assert e.step(craft_planks)[1] == pytest.approx(0.4)  # one log spent (no penalty), 4 planks gained
     with pytest.raises(ValueError):
-        minedojo_env.MineDojoEnv("harvest_log", shaping={"dirt": 1.0})
+        minedojo_env.MineDojoEnv(RAW, shaping={"dirt": 1.0})
 
 
 def test_a_code_action_that_takes_no_step_costs_one_minedojo_noop(fake):
     idle = env.CodeAction("idle", "def idle(api):\n    return len(api.inventory()) > 0\n")
-    e = env.make_env("minedojo:harvest_log", code_actions=[idle])
+    e = env.make_env("minedojo:" + RAW, code_actions=[idle])
     e.reset()
     info = e.step(36)[4]
     assert fake[0].actions == [minedojo_env.NOOP_VECTOR.tolist()]
     assert info["prim_steps"] == 1 and info["code_ok"]
+
+
+# ----------------------------------------------------------------------------------------------
+# The tasks of the table and their hand-written reference skills.
+
+
+@pytest.mark.parametrize("task", list(minedojo_env.TASKS))
+def test_each_tasks_whole_task_program_solves_it_on_the_stand_in(fake, task):
+    program = minedojo_skills.whole_task_program(task, 64)
+    e = env.make_env(task, code_actions=[program])
+    assert fake[0].task_id == "harvest" and fake[0].target == (env.get_task(task).achievement.replace("_", " "), 1)
+    e.reset()
+    calls = []
+    for _ in range(30):
+        _, reward, terminated, truncated, info = e.step(36)
+        calls.append(info["code_error"])
+        if terminated or truncated:
+            break
+    assert terminated and info["success"] and reward >= 1.0 and not any(calls), calls
+
+
+@pytest.mark.parametrize("task", list(minedojo_env.TASKS))
+def test_the_library_backend_plans_minedojo_and_its_skills_pass_the_dry_run(fake, task):
+    doc = api_doc(minedojo_env.MineDojoAPI)
+    plan = SlowAgent(None).plan(env.get_task(task), doc)
+    assert {s.name for s in plan.code_subactions} <= set(minedojo_skills.SKILLS) and plan.code_subactions
+    fast = FastAgent(None, dry_run_task=task)
+    for sub in plan.code_subactions:
+        action = fast.write(sub, doc)
+        assert action is not None and action.doc.startswith(minedojo_skills.LABEL), fast.last_attempts
+
+
+class Offline:
+    """An LLM that records what it was sent and is never reachable."""
+
+    def __init__(self):
+        self.sent = []
+
+    def chat(self, messages, **kwargs):
+        self.sent.append(messages)
+        raise LLMError("offline")
+
+
+def test_prompts_name_minecraft_and_show_a_minedojo_example(fake):
+    task = env.get_task("minedojo:craft_stick")
+    doc = api_doc(minedojo_env.MineDojoAPI)
+    system, user = (m["content"] for m in plan_messages(task, doc))
+    assert "Minecraft (MineDojo)" in system and "Crafter" not in system + user and "log -> planks" in user
+    llm = Offline()
+    assert FastAgent(llm, dry_run_task=task.name).write(SubAction("craft_sticks", "code", "Craft sticks."), doc) is None
+    system, user = (m["content"] for m in llm.sent[0])
+    assert "Minecraft (MineDojo)" in system and "Crafter" not in system + user
+    assert "def milk_cow(api)" in user and "drink_water" not in user
+
+
+# ----------------------------------------------------------------------------------------------
+# train.py on the stand-in, every mode, the library backend, tiny budgets.
+
+
+@pytest.fixture
+def taken(monkeypatch):
+    """Every action index the run's CodeActions envs were given (base actions and code actions)."""
+    seen, step = [], env.CodeActions.step
+
+    def spy(self, action):
+        seen.append(int(action))
+        return step(self, action)
+
+    monkeypatch.setattr(env.CodeActions, "step", spy)
+    return seen
+
+
+def train_on(tmp_path, task: str, mode: str, total_steps: int = 128):
+    argv = ["--task", task, "--mode", mode, "--llm", "library", "--iterations", "1", "--total-steps",
+            str(total_steps), "--num-envs", "2", "--num-steps", "16", "--eval-episodes", "1",
+            "--checkpoint-every", "10000", "--runs-dir", str(tmp_path), "--run-name", "r"]
+    assert train.main(argv) == 0
+    d = tmp_path / "r"
+    return d, json.loads((d / "iter_1" / "stats.json").read_text())
+
+
+def test_rl_mode_writes_the_eval_gif_from_minedojo_frames(fake, tmp_path):
+    import imageio
+
+    d, stats = train_on(tmp_path, "minedojo:harvest_log", "rl")
+    frames = imageio.mimread(d / "iter_1" / "eval.gif")
+    assert stats["env_steps"] >= 128 and len(frames) == stats["mean_episode_length"] + 1  # reset + each step
+
+
+def test_code_mode_calls_the_program_after_minedojos_own_actions(fake, taken, tmp_path):
+    d, stats = train_on(tmp_path, "minedojo:craft_wooden_pickaxe", "code", total_steps=200)
+    assert set(taken) == {len(minedojo_env.ACTIONS)}  # the program's index is n_base = 36, every decision
+    assert stats["code_actions"]["solve_task"]["chosen"] > 0 and stats["eval_success_rate"] == 1.0
+    assert "chop_log(api)" in (d / "iter_1" / "skills" / "solve_task.py").read_text()
+
+
+def test_rl_config_mode_never_takes_a_masked_action_and_sets_the_shaping(fake, taken, tmp_path, monkeypatch):
+    shaping, set_shaping = [], minedojo_env.MineDojoEnv.set_shaping
+    monkeypatch.setattr(minedojo_env.MineDojoEnv, "set_shaping",
+                        lambda self, s: (shaping.append(s), set_shaping(self, s))[1])
+    d, stats = train_on(tmp_path, "minedojo:craft_planks", "rl+config")
+    masked = json.loads((d / "iter_1" / "plan.json").read_text())["rl_config"]["mask_actions"]
+    assert len(masked) == 12 and len(taken) > 100
+    assert not {minedojo_env.ACTIONS[a] for a in taken} & set(masked)
+    assert all(a[5] != minedojo_env.FN_USE for f in fake for a in f.actions)
+    assert {"log": 0.1} in shaping and stats["code_actions"] == {}
+
+
+def test_rlgpt_mode_uses_the_minedojo_reference_skills(fake, taken, tmp_path):
+    d, stats = train_on(tmp_path, "minedojo:craft_planks", "rlgpt", total_steps=400)
+    plan = json.loads((d / "iter_1" / "plan.json").read_text())
+    assert [s["name"] for s in plan["subactions"]] == ["find_tree", "chop_log", "craft_planks"]
+    chop = stats["code_actions"]["chop_log"]
+    assert chop["chosen"] > 0 and chop["success_rate"] > 0 and not chop["errors"], chop
+    assert {36, 37} & set(taken)  # the code actions come right after MineDojo's 36
+
+
+@pytest.mark.parametrize("task", ["minedojo:collect_wood", "minedojo:harvest_logs"])
+def test_an_unknown_minedojo_task_id_exits_2_naming_it(fake, task, tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        train.main(["--task", task, "--mode", "rl", "--runs-dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and repr(task.removeprefix("minedojo:")) in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+    hint = re.search(r"Did you mean (.*?)\?", err)
+    suggested = hint.group(1).split(", ") if hint else []
+    assert set(suggested) <= set(minedojo_env.TASKS), suggested  # MineDojo tasks only, never a Crafter name
+    if task == "minedojo:harvest_logs":
+        assert suggested == ["minedojo:harvest_log"]
+
+
+@pytest.mark.parametrize("mode", ["code", "rlgpt"])
+def test_the_library_backend_on_a_minedojo_task_without_reference_skills_exits_2(fake, mode, tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        train.main(["--task", "minedojo:" + RAW, "--mode", mode, "--llm", "library", "--runs-dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and f"minedojo:{RAW} needs an LLM" in err and list(tmp_path.iterdir()) == []

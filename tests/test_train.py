@@ -253,12 +253,12 @@ def test_a_rewritten_code_action_starts_from_its_old_logit_row(tmp_path):
     run["envs"] = RD.make_train_envs(args, run, cfg, Library())
     agent = P.Agent(run["envs"].single_observation_space, 17)
     ppo = P.PPO(agent, cfg)
-    grow_actions(ppo, run["envs"], library, 17, library.mask(17, []))
+    grow_actions(ppo, run["envs"], library, 17, library.mask(E.ACTIONS, []))
     with torch.no_grad():
         agent.actor[-1].weight[17].normal_()  # what PPO learned about calling v1
     v2 = library.add("chop_tree", E.CodeAction("chop_tree", E.CHOP_TREE.source.replace("30", "20")))
     assert (v1.name, v2.name, v2.replaces) == ("chop_tree", "chop_tree_v2", "chop_tree")
-    grow_actions(ppo, run["envs"], library, 17, library.mask(17, []))
+    grow_actions(ppo, run["envs"], library, 17, library.mask(E.ACTIONS, []))
     head = agent.actor[-1]
     assert agent.n_actions == 19 and run["envs"].single_action_space.n == 19
     assert torch.equal(head.weight[18], head.weight[17]) and head.bias[18] == head.bias[17]
