@@ -3,7 +3,8 @@ code actions as text, and the slow agent's plan.
 
 Nothing here knows a game: Crafter's tasks live in crafter_env.py, MineDojo's in minedojo_env.py, and
 env.get_task finds either. Each backend's tasks carry its vocabulary (base action names, inventory
-items), so a plan is checked against the game it is for. This file imports no other project file.
+items, milestones), so a plan is checked against the game it is for. Of the project it imports only
+sandbox.py, for the exceptions that stop a code action.
 """
 
 from __future__ import annotations
