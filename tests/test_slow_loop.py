@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import critic
+import env as E
 import skills
 import train
 from core import CodeAction
@@ -75,16 +76,15 @@ def test_over_http_the_critics_variant_goes_the_same_way_and_a_worse_change_is_r
     assert sum(s.startswith("You are the critic") for s in systems) == 1  # nor a critique of the dropped plan
 
 
-@pytest.mark.parametrize("task", ["collect_iron"])
+@pytest.mark.parametrize("task", ["collect_iron", "collect_diamond"])
 def test_a_long_task_trains_its_chain_as_a_curriculum(tmp_path, capsys, task):
     assert train.main(SMALL + ["--task", task, "--llm", "library", "--iterations", "2", "--total-steps", "3000",
                                "--runs-dir", str(tmp_path)]) == 0
     d = run_dir(tmp_path)
     chain = json.loads((d / "iter_1" / "plan.json").read_text())["subtasks"]
-    assert chain == ["collect_wood", "place_table", "make_wood_pickaxe", "collect_stone", "make_stone_pickaxe",
-                     "collect_iron"]
+    assert chain == list(E.get_task(task).prerequisites) + [task] and len(chain) >= 6
     out = capsys.readouterr().out
-    assert "curriculum: collect_wood -> place_table" in out  # 3000 steps / 6 sub-tasks: 500 each at most
+    assert "curriculum: collect_wood -> place_table" in out  # 3000 steps / 6+ sub-tasks: 500 each at most
     summary = (d / "summary.md").read_text()
     assert "Success per sub-task" in summary and "| iteration | episodes | " + " | ".join(chain) + " |" in summary
     rows = [json.loads(x) for x in (d / "stats.jsonl").read_text().splitlines()]
