@@ -88,7 +88,8 @@ def test_a_long_task_trains_its_chain_as_a_curriculum(tmp_path, capsys, task):
     summary = (d / "summary.md").read_text()
     assert "Success per sub-task" in summary and "| iteration | episodes | " + " | ".join(chain) + " |" in summary
     rows = [json.loads(x) for x in (d / "stats.jsonl").read_text().splitlines()]
-    for k in (1, 2):  # a row per iteration, its share from the iteration's own episodes
+    assert rows  # episodes end here by death (the task's step limit is longer than the run)
+    for k in sorted({r["iteration"] for r in rows}):  # a row per iteration, from the iteration's own episodes
         its = [r for r in rows if r["iteration"] == k]
         share = sum(r["achievement_collect_wood"] > 0 for r in its) / len(its)
         assert f"| {k} | {len(its)} | {share:.2f} |" in summary
