@@ -276,11 +276,12 @@ def test_v1_results_of_the_modes_the_slow_loop_changed_are_stale_rl_and_code_sta
     A.execute(cells, out, results, [])
     assert [c[c.index("--mode") + 1] for c in calls] == ["rl+config", "rlgpt"]
     assert [p.name for p in out.iterdir()] == [f"v{A.RESULTS_VERSION['rlgpt']}"] != ["v1"]  # a fresh directory
-    # the committed v1 results split the same way, and the README lists exactly the stale ones
+    # the committed v1 results (whichever are left: re-runs replace them) split the same way, and the README
+    # lists exactly the stale ones
     v1 = [r for r in A.load(REPO / "bench" / "results") if r["results_version"] == 1]
-    assert {r["mode"] for r in v1} == set(A.MODES)
     assert [A.is_current(r) for r in v1] == [r["mode"] in ("rl", "code") for r in v1]
-    stale = (REPO / "README.md").read_text().split("Stale, not shown")[1].split("\n")[0]
+    readme = (REPO / "README.md").read_text()
+    stale = readme.split("Stale, not shown")[1].split("\n")[0] if "Stale, not shown" in readme else ""
     assert [A.cell_of(r).name in stale for r in v1] == [not A.is_current(r) for r in v1]
 
 
