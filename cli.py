@@ -148,7 +148,7 @@ def validate(args, cfg: P.PPOConfig, parser: argparse.ArgumentParser) -> None:
         parser.error(f"--device must be auto, cpu or cuda, not {args.device!r}")
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: no CUDA device is visible to torch")
-    if args.task.startswith("minedojo:"):
+    if not E.is_crafter(args.task):
         try:
             E.make_env(args.task).close()
         except (ImportError, ValueError) as e:  # ValueError: a task id MineDojo does not know

@@ -21,11 +21,6 @@ import env as E
 import ppo as P
 from core import SubAction
 
-
-def is_crafter(args) -> bool:
-    return not args.task.startswith("minedojo:")
-
-
 # ----------------------------------------------------------------------------------------------
 # Code actions across iterations: append-only, so PPO's action indices never change meaning.
 
@@ -131,7 +126,7 @@ def evaluate(agent: P.Agent, args, library: Library, mask: np.ndarray, iteration
     """Fresh worlds from the evaluation seed stream (training never plays them), the sampled policy;
     returns Crafter rows of the episodes, the frames of the first episode (for the GIF) and of the
     first failed one (for a vision critic)."""
-    options = {"stream": E.EVAL, "index": iteration} if is_crafter(args) else {}
+    options = {"stream": E.EVAL, "index": iteration} if E.is_crafter(args.task) else {}
     env = E.make_env(args.task, args.seed, code_actions=library.actions, max_macro_steps=args.max_macro_steps,
                      gamma=gamma, crafter_impl=args.crafter_impl, **options)
     env.unwrapped.frames = []
@@ -139,7 +134,7 @@ def evaluate(agent: P.Agent, args, library: Library, mask: np.ndarray, iteration
     device = next(agent.parameters()).device
     results, rows, first_frames, failed_frames = [], [], None, None
     for ep in range(args.eval_episodes):
-        seed = None if is_crafter(args) else 10_000_000 + 1000 * args.seed + 100 * iteration + ep
+        seed = None if E.is_crafter(args.task) else 10_000_000 + 1000 * args.seed + 100 * iteration + ep
         obs, _ = env.reset(seed=seed)
         done = False
         while not done:
@@ -153,7 +148,7 @@ def evaluate(agent: P.Agent, args, library: Library, mask: np.ndarray, iteration
             obs, _, terminated, truncated, info = env.step(action)
             done = terminated or truncated
         results.append(info["episode"])
-        if is_crafter(args):
+        if E.is_crafter(args.task):
             rows.append(env.unwrapped.stats_row())
         first_frames = first_frames or list(env.unwrapped.frames)
         if not info["episode"]["success"] and failed_frames is None:

@@ -27,7 +27,7 @@ import json
 
 from core import CodeAction
 from minedojo_env import TASKS, get_task
-from skills import LABEL, LONG_CHAIN
+from skills import LABEL, LONG_CHAIN, program
 
 # ----------------------------------------------------------------------------------------------
 # The skills. Each returns True when it did its job and returns False at once (no wasted step) when
@@ -160,15 +160,9 @@ def whole_task_program(task_name: str, max_macro_steps: int = 64) -> CodeAction:
     """The task's skills behind one entry, `solve_task(api)`, most advanced first, chop_log last."""
     task = _known(task_name)
     chain = list(task.prerequisites) + [task.achievement]
-    lines = [f"    if {GUARDS[item] + ' and ' if item in GUARDS else ''}{STEP_OF[item]}(api):\n        return True\n"
-             for item in reversed(chain) if item != "log"]
-    source = (f'''def solve_task(api):
-    """Whole-task program for {task.name}: one step of progress per call (at most {max_macro_steps} steps)."""
-    inventory = api.inventory()
-''' + "".join(lines) + "    return chop_log(api)\n"
-              + "".join("\n" + SKILLS[STEP_OF[item]].source for item in chain))
-    return CodeAction("solve_task", source, LABEL + f"whole-task program for {task.name} (--mode code)",
-                      "solve_task")
+    calls = [(GUARDS.get(item), f"{STEP_OF[item]}(api)") for item in reversed(chain) if item != "log"]
+    return program(task.name, max_macro_steps, calls, "chop_log(api)",
+                   "".join("\n" + SKILLS[STEP_OF[item]].source for item in chain))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -32,7 +32,7 @@ import env as E
 import ppo as P
 import report
 import skill_library as SL
-from code_actions import CodeStats, Library, is_crafter
+from code_actions import CodeStats, Library
 from fast_agent import save_attempts
 from llm import LLMClient, LLMError, ReplayClient, configured_endpoint, start_local_server
 
@@ -110,7 +110,7 @@ def make_train_envs(args, run: dict, cfg: P.PPOConfig, library: Library, episode
     """The run's one set of training envs, built once, grown in place, never reset by the trainer: this
     rank's share of --num-envs. Crafter tasks append every finished episode to stats.jsonl. On --resume
     (`episode_numbers` from the checkpoint) each env goes on with its next world, not its first one again."""
-    options = {} if not is_crafter(args) else {"stats_path": run["dir"] / "stats.jsonl",
+    options = {} if not E.is_crafter(args.task) else {"stats_path": run["dir"] / "stats.jsonl",
                                                              "crafter_impl": args.crafter_impl}
     envs = E.make_vec_env(args.task, args.num_envs // run["world"], code_actions=library.actions, seed=args.seed,
                           rank=run["rank"], max_macro_steps=args.max_macro_steps, gamma=cfg.gamma, **options)
@@ -144,7 +144,7 @@ def close(run: dict) -> None:
 def running_episodes(args, envs) -> tuple[list[dict], list[int]]:
     """The episodes in progress as Crafter rows (steps taken so far) and each env's episode number,
     gathered over the ranks (every rank must call this at the same point)."""
-    if not is_crafter(args):
+    if not E.is_crafter(args.task):
         return [], []
     rows = [r for r in envs.call("stats_row") if r["length"] > 0]
     return D.all_gather(rows), D.all_gather(list(envs.get_attr("episode_number")))

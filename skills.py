@@ -420,20 +420,25 @@ def whole_task_program(task_name: str, max_macro_steps: int = 64) -> CodeAction:
             guards[a] = f'inventory["{a[5:]}"] < 1'
     alive = task.max_steps > 300  # long tasks: fight off zombies, drink, eat and sleep along the way
     steps = ["fight_back"] * alive + [a for a in SURVIVAL if alive and a not in chain] + list(reversed(chain))
-    lines = []
-    for a in steps:  # staying alive first, then the most advanced step of the chain first
-        call = f"{STEPS[a][1]}(api)" if a in STEPS else EXTRA.get(a)
-        guard = guards.get(a) if a != goal else None
-        if call:
-            lines.append(f"    if {guard + ' and ' if guard else ''}{call}:\n        return True\n")
+    calls = [(guards.get(a) if a != goal else None, f"{STEPS[a][1]}(api)" if a in STEPS else EXTRA.get(a))
+             for a in steps]  # staying alive first, then the most advanced step of the chain first
     used = list(dict.fromkeys(STEPS[a][1] for a in steps if a in STEPS))
     helpers = dict.fromkeys([h for n in used for h in _PARTS[n][1]] + [HUNT] * any(a in EXTRA for a in steps))
+    return program(task.name, max_macro_steps, [(g, c) for g, c in calls if c], "explore(api)",
+                   "".join(_PARTS[n][0] for n in used) + "".join(helpers) + EXPLORE)
+
+
+def program(task_name: str, max_macro_steps: int, calls: list[tuple[str | None, str]], fallback: str,
+            parts: str) -> CodeAction:
+    """--mode code's one program, for either backend: `solve_task(api)` makes the first (guard, call) in
+    `calls` whose guard holds and whose call made progress, else returns `fallback`; `parts` is the source
+    of everything it calls."""
+    tries = "".join(f"    if {guard + ' and ' if guard else ''}{call}:\n        return True\n" for guard, call in calls)
     source = (f'''def solve_task(api):
-    """Whole-task program for {task.name}: one step of progress per call (at most {max_macro_steps} steps)."""
+    """Whole-task program for {task_name}: one step of progress per call (at most {max_macro_steps} steps)."""
     inventory = api.inventory()
-''' + "".join(lines) + "    return explore(api)\n" + "".join(_PARTS[n][0] for n in used)
-              + "".join(helpers) + EXPLORE)
-    return CodeAction("solve_task", source, LABEL + f"whole-task program for {task.name} (--mode code)",
+''' + tries + f"    return {fallback}\n" + parts)
+    return CodeAction("solve_task", source, LABEL + f"whole-task program for {task_name} (--mode code)",
                       "solve_task")
 
 

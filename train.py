@@ -47,7 +47,7 @@ import ppo as P
 import report
 import run_dir as RD
 import skills
-from code_actions import Library, evaluate, grow_actions, is_crafter, reuse_skill, run_program, whole_task_subaction
+from code_actions import Library, evaluate, grow_actions, reuse_skill, run_program, whole_task_subaction
 from core import Plan, api_doc
 from critic import Feedback, rollback_if_worse, stall_shares
 from fast_agent import FastAgent
@@ -158,7 +158,7 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
         if sub.name in library.active and not fix and not variant:
             continue  # accepted before and the critic is happy with it
         if args.mode == "code" and run["llm"] is None:  # (every branch sets `action`)
-            programs = skills if is_crafter(args) else minedojo_skills
+            programs = skills if E.is_crafter(args.task) else minedojo_skills
             action = programs.whole_task_program(args.task, args.max_macro_steps)
         elif variant:  # the critic chose another hand-written version of this skill
             action = skills.variants(sub.name)[variant]
@@ -198,7 +198,7 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
     def configure():  # the plan's shaping, the current sub-task, its rl config; -> the action mask
         rl_config = CU.plan_rl_config(args.mode, state)
         envs.call("set_shaping", rl_config.get("shaping"))  # in every backend
-        if is_crafter(args):  # the sub-task's bonus; the iteration the stats rows name, 1-based as iter_1/
+        if E.is_crafter(args.task):  # the sub-task's bonus; the iteration the stats rows name, 1-based as iter_1/
             envs.call("set_subtask", cu.current if cu else None)
             envs.set_attr("iteration", k + 1)
         return library.mask(base_actions, rl_config.get("mask_actions", []))
@@ -249,7 +249,7 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
                     "success_rate": train_success, "success_episodes": n_train, "success_trend": tally.trend[-10:],
                     "eval_success_rate": ev["success_rate"], "eval_episodes": args.eval_episodes,
                     "mean_episode_length": ev["mean_length"], "code_actions": stats.summary(),
-                    "stalls": stall_shares(args.task, RD.episode_rows(run, k + 1)) if is_crafter(args) else {}}
+                    "stalls": stall_shares(args.task, RD.episode_rows(run, k + 1)) if E.is_crafter(args.task) else {}}
     RD.record_iteration(run, state, critic_stats, ev, stats, library, CU.plan_rl_config(args.mode, state),
                         ppo.agent.n_actions, t0)
     if why := rollback_if_worse(state, library):  # the critic's last change, measured
@@ -309,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
         P.seed_everything(args.seed + 1000 * rank + ppo.global_step)
     run["slow"] = slow = SlowAgent(run["llm"])
     fast = FastAgent(run["llm"], dry_run_task=args.task, dry_run_steps=args.max_macro_steps,
-                     dry_run_options={"crafter_impl": args.crafter_impl} if is_crafter(args) else {})
+                     dry_run_options={"crafter_impl": args.crafter_impl} if E.is_crafter(args.task) else {})
     try:
         while state["iteration"] < args.iterations:
             run["iteration"] = state["iteration"]
