@@ -67,8 +67,9 @@ def reuse_skill(skill_library, name: str, check, iteration: int) -> E.CodeAction
 
 
 def _empty_row() -> dict:
-    """One code action's counts in CodeStats: calls, calls that returned True, env steps, error texts."""
-    return {"chosen": 0, "ok": 0, "steps": 0, "errors": Counter()}
+    """One code action's counts in CodeStats: calls, calls that returned True, env steps, the reward earned
+    inside the calls (did running it pay?), error texts."""
+    return {"chosen": 0, "ok": 0, "steps": 0, "reward": 0.0, "errors": Counter()}
 
 
 class CodeStats:
@@ -84,15 +85,20 @@ class CodeStats:
     def __call__(self, actions: np.ndarray, infos: dict) -> None:
         n = len(actions)
         self.decisions += n
-        which, ok, steps, err = (P.step_info(infos, k, d, n) for k, d in (
-            ("code_action", -1), ("code_ok", False), ("prim_steps", 1), ("code_error", "")))
+        which, ok, steps, reward, err = (P.step_info(infos, k, d, n) for k, d in (
+            ("code_action", -1), ("code_ok", False), ("prim_steps", 1), ("code_reward", 0.0), ("code_error", "")))
         for i in np.flatnonzero(which >= 0):
             row = self._row(self.library.actions[int(which[i])].name)
             row["chosen"] += 1
             row["ok"] += bool(ok[i])
             row["steps"] += int(steps[i])
+            row["reward"] += float(reward[i])
             if err[i]:
                 row["errors"][str(err[i]).splitlines()[0][:160]] += 1
+
+    def restore(self, decisions: int, rows: dict) -> None:
+        """Counts kept by a checkpoint; a count it predates starts at zero (old checkpoints resume)."""
+        self.decisions, self.rows = decisions, {name: {**_empty_row(), **r} for name, r in rows.items()}
 
     def totals(self) -> tuple[int, dict]:
         """Every rank's counts summed, as a copy (this rank's own stay as they are): what a checkpoint keeps."""
@@ -113,6 +119,7 @@ class CodeStats:
         return {name: {"chosen": r["chosen"], "share": round(r["chosen"] / max(1, self.decisions), 4),
                        "success_rate": round(r["ok"] / r["chosen"], 3),
                        "mean_steps": round(r["steps"] / r["chosen"], 2),
+                       "mean_reward": round(r["reward"] / r["chosen"], 3),
                        "errors": [list(e) for e in r["errors"].most_common(3)]}
                 for name, r in self.rows.items()}
 

@@ -56,12 +56,12 @@ class PrimitiveAPI:
 
     The macro action's return: `_reward` is the semi-MDP return sum_i gamma**i * r_i of the k steps
     taken, which CodeActions hands to PPO as the transition's reward (PPO then discounts the next
-    value by gamma**k, see ppo.compute_gae).
+    value by gamma**k, see ppo.compute_gae); `_earned` is the plain sum, what the critic reads.
     """
 
     def __init__(self, env: gym.Env, budget: int, gamma: float = 1.0):
         self._env, self._budget, self._gamma = env, budget, gamma
-        self._steps, self._reward, self._last = 0, 0.0, None  # _reward: sum of gamma**i * r_i
+        self._steps, self._reward, self._earned, self._last = 0, 0.0, 0.0, None  # _reward: sum of gamma**i * r_i
 
     def _act(self, action):
         """Take one real environment step; stop the code action when the budget or the episode ends."""
@@ -71,6 +71,7 @@ class PrimitiveAPI:
             raise sandbox.StepBudgetExceeded(f"step budget of {self._budget} env steps spent")
         self._last = self._env.step(action)
         self._reward += self._gamma ** self._steps * self._last[1]
+        self._earned += self._last[1]
         self._steps += 1
         if self._last[2] or self._last[3]:
             raise sandbox.EpisodeEnded()

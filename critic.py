@@ -193,7 +193,8 @@ def rule_based_critique(plan: Plan, code_actions: list[CodeAction], stats: dict)
         if n < MIN_CALLS or (n_errors < ERROR_SHARE * n and rate >= LOW_SUCCESS):
             continue
         why = (f"failed with an error in {n_errors} of {n} calls" if n_errors >= ERROR_SHARE * n
-               else f"returned True in only {num(rate)} of {n} calls")
+               else f"returned True in only {num(rate)} of {n} calls") + \
+            f" (reward {num(st.get('mean_reward', 0.0))} per call)"
         versions = list(skills.variants(s.name))
         current = skills.variant_of(s.name, active[s.name].source)
         if current is None:  # not hand-written code: only a code writer can fix it

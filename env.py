@@ -72,10 +72,11 @@ class CodeActions(gym.Wrapper):
 
     The code runs in this env's sandbox worker process (sandbox_host.Worker, started on the first
     code action) against the primitive API for at most `max_macro_steps` real environment steps. The
-    transition reports `prim_steps` (k of the semi-MDP), whether the code returned True, and any
-    error; every failure of model code, a source that does not compile included, is a failed code
-    action in info["code_error"], never an exception in the trainer. A code action that takes no step
-    at all is charged one noop, so time always moves on.
+    transition reports `prim_steps` (k of the semi-MDP), whether the code returned True, the reward
+    its steps earned (`code_reward`, the plain sum) and any error; every failure of model code, a
+    source that does not compile included, is a failed code action in info["code_error"], never an
+    exception in the trainer. A code action that takes no step at all is charged one noop, so time
+    always moves on.
 
     Its reward is the semi-MDP return sum_i gamma**i * r_i of its k steps (PPO then discounts the
     next value by gamma**k), so `gamma` must be PPO's; the default 1.0 gives the plain sum. The
@@ -104,7 +105,7 @@ class CodeActions(gym.Wrapper):
         action = int(action)
         if action < self.n_base:
             obs, reward, terminated, truncated, info = self.env.step(action)
-            info.update(code_action=-1, code_ok=False, code_error="")
+            info.update(code_action=-1, code_ok=False, code_error="", code_reward=0.0)
             return obs, reward, terminated, truncated, info
         k = action - self.n_base
         api = self.env.unwrapped.make_api(self.max_macro_steps, self.gamma)
@@ -118,7 +119,7 @@ class CodeActions(gym.Wrapper):
         obs, _, terminated, truncated, info = api._last
         ok = result.returned is True or bool(info.get("success"))  # the task solved inside counts as done
         info = dict(info, prim_steps=api._steps, code_action=k, code_ok=ok,
-                    code_error=result.error or _stop_reason(result.stopped))
+                    code_error=result.error or _stop_reason(result.stopped), code_reward=api._earned)
         return obs, api._reward, terminated, truncated, info
 
     def close(self) -> None:

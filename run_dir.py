@@ -267,7 +267,7 @@ class IterationTally:
         self.run, self.stats, self.trend, self.last = run, CodeStats(library), [], None
         self.counted = {"episodes": 0, "successes": 0}
         if progress is not None and run["rank"] == 0:  # rank 0 holds every rank's counts up to the checkpoint
-            self.stats.decisions, self.stats.rows = progress["decisions"], progress["rows"]
+            self.stats.restore(progress["decisions"], progress["rows"])
             self.trend, self.counted = progress["trend"], progress["counted"]
         self.bar = tqdm(total=total, initial=initial, unit="step", desc=desc, dynamic_ncols=True,
                         mininterval=0.5 if sys.stderr.isatty() else 30,  # a log file gets a line every 30 s

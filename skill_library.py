@@ -234,7 +234,7 @@ class SkillLibrary:
     def record_iteration(self, actions: list[CodeAction], stats: dict[str, dict], *, task: str, run: str,
                          iteration: int) -> list[str]:
         """Store each code action the RL agent chose in this iteration and add its measurement;
-        `stats` is code_actions.CodeStats.rows (code action name -> chosen, ok, steps, errors). The
+        `stats` is code_actions.CodeStats.rows (code action name -> chosen, ok, steps, reward, errors). The
         hand-written skills carry skills.LABEL in their doc; everything else came from an LLM."""
         stored = []
         for action in actions:

@@ -266,7 +266,8 @@ def _code_action_lines(plan: Plan, code_actions: list[CodeAction], stats: dict) 
         errors = "; ".join(f"{msg!r} x{n}" for msg, n in st.get("errors", [])[:3]) or "none"
         lines.append(f"- {name}: chosen {st.get('chosen', 0)} times, share {num(st.get('share', 0.0))}, "
                      f"success {num(st.get('success_rate', 0.0))}, "
-                     f"{num(st.get('mean_steps', 0.0))} primitive steps per call; errors: {errors}"
+                     f"{num(st.get('mean_steps', 0.0))} primitive steps and reward "
+                     f"{num(st.get('mean_reward', 0.0))} per call; errors: {errors}"
                      + (f"; hand-written variants: {', '.join(skills.variants(name))}"
                         if len(skills.variants(name)) > 1 else ""))
     return "\n".join(lines) or "(none)"

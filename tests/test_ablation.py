@@ -1,4 +1,5 @@
-"""bench/ablation.py on fake run directories and fake result files: results, resuming, staleness, the table."""
+"""bench/ablation.py, grid.py and results_table.py on fake run directories and fake result files: results,
+resuming, staleness, the table."""
 
 import json
 import shutil
@@ -12,12 +13,13 @@ import pytest
 import env as E
 import report
 from bench import ablation as A
+from bench import grid as G
 
 REPO = Path(__file__).resolve().parents[1]
 POPEN = subprocess.Popen  # FakeTrain lets git and nvidia-smi through
 
 
-def fake_run(run_dir: Path, cell: A.Cell, lengths: list[int], unlocked: list[dict], *, finished: bool = True,
+def fake_run(run_dir: Path, cell: G.Cell, lengths: list[int], unlocked: list[dict], *, finished: bool = True,
              evals: tuple = (0.25, 0.75), attempts: tuple = (("abc", False, 10.0),)) -> Path:
     """A run directory as train.py (and ablation.attempt) leave it: config, metrics, stats rows, summary."""
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -39,11 +41,11 @@ def fake_run(run_dir: Path, cell: A.Cell, lengths: list[int], unlocked: list[dic
     return run_dir
 
 
-def fake_result(results: Path, cell: A.Cell, success: float | None, n: int, *, version: int | None = None,
+def fake_result(results: Path, cell: G.Cell, success: float | None, n: int, *, version: int | None = None,
                 commit: str = "abc", crafter: dict | None = None) -> dict:
     """A result file as result_of writes it (only the fields the table reads are meaningful); by default
     at its mode's current version."""
-    r = {"results_version": A.RESULTS_VERSION[cell.mode] if version is None else version, "task": cell.task,
+    r = {"results_version": G.RESULTS_VERSION[cell.mode] if version is None else version, "task": cell.task,
          "mode": cell.mode, "seed": cell.seed, "budget": cell.budget,
          "commit": commit, "dirty": False, "machine": {"cpu": "fake cpu", "cores": 2, "gpu": None},
          "curve": [{"step": cell.budget * k // A.POINTS, "n": n, "success": success} for k in range(1, A.POINTS + 1)],
@@ -62,17 +64,17 @@ def row_of(text: str, *cells: str) -> list[list[str]]:
 
 
 def test_grid_is_the_issues_cells_cheap_tasks_first():
-    cells = A.grid()
+    cells = G.grid()
     assert len(cells) == 4 * 4 * 3 + 2 and len(set(cells)) == len(cells)
     assert [c.task for c in cells[:12]] == ["collect_wood"] * 12 and cells[-2:] == [
-        A.Cell("crafter", "rl", 1, 1_000_000), A.Cell("crafter", "rlgpt", 1, 1_000_000)]
+        G.Cell("crafter", "rl", 1, 1_000_000), G.Cell("crafter", "rlgpt", 1, 1_000_000)]
     assert {c.mode for c in cells} == {"rl", "rl+config", "code", "rlgpt"}
-    assert A.Cell("place_table", "rl+config", 2, 100_000).name == "place_table__rl+config__s2__100000"
-    assert all(c.seed == 1 and c.budget == A.QUICK_BUDGETS[c.task] for c in A.grid(quick=True))
+    assert G.Cell("place_table", "rl+config", 2, 100_000).name == "place_table__rl+config__s2__100000"
+    assert all(c.seed == 1 and c.budget == G.QUICK_BUDGETS[c.task] for c in G.grid(quick=True))
 
 
 def test_result_curve_counts_the_episodes_that_finished_in_each_window(tmp_path):
-    cell = A.Cell("collect_wood", "rlgpt", 1, 1000)
+    cell = G.Cell("collect_wood", "rlgpt", 1, 1000)
     # positions (cumulative lengths): 50, 100, 200, 500, 1000 and 1200, past the budget
     lengths, wood = [50, 50, 100, 300, 500, 200], [1, 0, 2, 0, 1, 1]
     d = fake_run(tmp_path / "run", cell, lengths, [{"collect_wood": w, "place_table": 1} for w in wood],
@@ -90,7 +92,7 @@ def test_result_curve_counts_the_episodes_that_finished_in_each_window(tmp_path)
     assert (r["env_steps"], r["wall_s"], r["sps"]) == (1200, 50.0, 24.0)
     assert r["finished"] == {"episodes": 6, "env_steps": 1200}
     assert (r["commit"], r["resumed_at_commits"], r["dirty"], r["attempts"]) == ("abc", ["def"], True, 2)
-    assert r["results_version"] == A.RESULTS_VERSION["rlgpt"] and r["machine"]["cpu"] == "fake cpu"
+    assert r["results_version"] == G.RESULTS_VERSION["rlgpt"] and r["machine"]["cpu"] == "fake cpu"
     assert r["iterations"] == [{"iteration": 1, "env_steps": 500, "critic": "chop_tree is called blind",
                                 "code_actions": {"chop_tree": {"chosen": 40, "success_rate": 0.25,
                                                                "error": "no tree in view"}}}]
@@ -105,7 +107,7 @@ def test_a_rows_own_success_field_wins_over_the_achievement():
 
 
 def test_crafter_result_has_the_score_and_rates_within_the_budget(tmp_path):
-    cell = A.Cell("crafter", "rl", 1, 3000)
+    cell = G.Cell("crafter", "rl", 1, 3000)
     unlocked = [{"collect_wood": 1, "collect_diamond": 0}, {"collect_wood": 0}, {"collect_wood": 2, "place_table": 1},
                 {"collect_wood": 1, "collect_diamond": 1}]  # the 4th ends at 4000 env steps, past the budget
     d = fake_run(tmp_path / "run", cell, [1000] * 4, unlocked)
@@ -131,7 +133,7 @@ class FakeTrain:
             run_dir = Path(cmd[cmd.index("--resume") + 1])
         else:
             run_dir = Path(cmd[cmd.index("--runs-dir") + 1]) / cmd[cmd.index("--run-name") + 1]
-        cell = next(c for quick in (False, True) for c in A.grid(quick) + A.slowloop_grid(quick)
+        cell = next(c for quick in (False, True) for c in G.grid(quick) + G.slowloop_grid(quick)
                     if c.name == run_dir.name)
         fake_run(run_dir, cell, [cell.budget // 2] * 2, [{"collect_wood": 1}] * 2, finished=self.finish, attempts=())
         return self
@@ -141,10 +143,10 @@ class FakeTrain:
 
 
 def test_only_cells_without_a_current_result_run_and_each_result_is_written_at_once(tmp_path, monkeypatch):
-    done, stale, new = (A.Cell("collect_wood", m, 1, 50_000) for m in ("rl", "code", "rlgpt"))
+    done, stale, new = (G.Cell("collect_wood", m, 1, 50_000) for m in ("rl", "code", "rlgpt"))
     results = tmp_path / "results"
     fake_result(results, done, 0.9, 10)
-    fake_result(results, stale, 0.1, 10, version=A.RESULTS_VERSION["code"] - 1)
+    fake_result(results, stale, 0.1, 10, version=G.RESULTS_VERSION["code"] - 1)
     calls = []
     monkeypatch.setattr(A.subprocess, "Popen", FakeTrain(calls))
     A.execute([done, stale, new], tmp_path / "out", results, ["--num-envs", "4"])
@@ -153,23 +155,23 @@ def test_only_cells_without_a_current_result_run_and_each_result_is_written_at_o
     assert calls[0][calls[0].index("--total-steps") + 1] == "50000"
     for cell in (stale, new):
         r = json.loads((results / f"{cell.name}.json").read_text())
-        assert r["results_version"] == A.RESULTS_VERSION[cell.mode] and r["train"]["success"] == 1.0
-        run_dir = tmp_path / "out" / f"v{A.RESULTS_VERSION[cell.mode]}" / cell.name
+        assert r["results_version"] == G.RESULTS_VERSION[cell.mode] and r["train"]["success"] == 1.0
+        run_dir = tmp_path / "out" / f"v{G.RESULTS_VERSION[cell.mode]}" / cell.name
         attempt = json.loads((run_dir / "attempts.jsonl").read_text())
         assert attempt["rc"] == 0 and attempt["machine"]["cores"] >= 1 and "commit" in attempt
     assert json.loads((results / f"{done.name}.json").read_text())["train"]["success"] == 0.9  # untouched
 
 
 def test_unfinished_run_resumes_a_finished_one_only_gets_its_result_a_failed_one_none(tmp_path, monkeypatch):
-    partial, finished, failing = A.grid()[:3]
+    partial, finished, failing = G.grid()[:3]
     out, results = tmp_path / "out", tmp_path / "results"
-    fake_run(out / f"v{A.RESULTS_VERSION[partial.mode]}" / partial.name, partial, [100], [{}], finished=False)
-    fake_run(out / f"v{A.RESULTS_VERSION[finished.mode]}" / finished.name, finished, [100], [{"collect_wood": 1}])
+    fake_run(out / f"v{G.RESULTS_VERSION[partial.mode]}" / partial.name, partial, [100], [{}], finished=False)
+    fake_run(out / f"v{G.RESULTS_VERSION[finished.mode]}" / finished.name, finished, [100], [{"collect_wood": 1}])
     assert "--llm" not in A.command_for(partial, out / "x", [])  # plain PPO (rl) needs no backend
     calls = []
     monkeypatch.setattr(A.subprocess, "Popen", FakeTrain(calls))
     A.execute([partial, finished], out, results, [])
-    assert len(calls) == 1 and calls[0][-2:] == ["--resume", str(out / f"v{A.RESULTS_VERSION['rl']}" / partial.name)]
+    assert len(calls) == 1 and calls[0][-2:] == ["--resume", str(out / f"v{G.RESULTS_VERSION['rl']}" / partial.name)]
     assert (results / f"{partial.name}.json").is_file() and (results / f"{finished.name}.json").is_file()
     monkeypatch.setattr(A.subprocess, "Popen", FakeTrain(calls, finish=False))  # exits 0 without summary.md
     A.execute([failing], out, results, [])
@@ -185,15 +187,15 @@ def test_table_shows_mean_spread_and_counts_lists_missing_and_stale_cells(tmp_pa
     monkeypatch.setattr(A, "ROOT", tmp_path)
     md, results = readme(tmp_path), tmp_path / "bench" / "results"
     rng = np.random.default_rng(0)
-    wood = {c: (round(float(rng.uniform()), 3), int(rng.integers(5, 50))) for c in A.grid()
+    wood = {c: (round(float(rng.uniform()), 3), int(rng.integers(5, 50))) for c in G.grid()
             if c.task == "collect_wood" and c.mode in ("rl", "rlgpt")}
     for c, (s, n) in wood.items():
         fake_result(results, c, s, n)
-    empty_window = A.Cell("place_table", "code", 1, 100_000)
+    empty_window = G.Cell("place_table", "code", 1, 100_000)
     fake_result(results, empty_window, None, 0)
-    fake_result(results, A.Cell("place_table", "rl", 2, 100_000), 0.5, 10, version=A.RESULTS_VERSION["rl"] + 1)
+    fake_result(results, G.Cell("place_table", "rl", 2, 100_000), 0.5, 10, version=G.RESULTS_VERSION["rl"] + 1)
     rates = dict.fromkeys(E.ACHIEVEMENTS, 0.0) | {"collect_wood": 90.0}
-    fake_result(results, A.Cell("crafter", "rlgpt", 1, 1_000_000), None, 0,
+    fake_result(results, G.Cell("crafter", "rlgpt", 1, 1_000_000), None, 0,
                 crafter={"score": 1.234, "episodes": 77, "achievements": rates})
     assert A.main(["--table"]) == 0
     text = md.read_text()
@@ -204,13 +206,13 @@ def test_table_shows_mean_spread_and_counts_lists_missing_and_stale_cells(tmp_pa
         x = np.array([s for s, _ in vals])
         cell = f"{x.mean():.2f} ± {x.std(ddof=1):.2f} (n=3, {sum(n for _, n in vals)} ep)"
         train, evals = row_of(text, "collect_wood", "50000")
-        assert train[2 + A.MODES.index(mode)] == cell
+        assert train[2 + G.MODES.index(mode)] == cell
     assert row_of(text, "collect_wood", "50000")[0][3] == "—"  # rl+config: no result
     assert row_of(text, "place_table", "100000")[0][4] == "—"  # a window without episodes
     assert "- collect_wood (50000): rl+config s1 s2 s3; code s1 s2 s3\n" in text
     assert "- place_table (100000): rl s1 s2 s3; rl+config s1 s2 s3; code s2 s3; rlgpt s1 s2 s3\n" in text
     assert "- crafter (1000000): rl s1\n" in text and f"Missing ({50 - 8} of 50 cells):" in text
-    assert f"place_table__rl__s2__100000 (v{A.RESULTS_VERSION['rl'] + 1})" in text.split("Stale")[1]
+    assert f"place_table__rl__s2__100000 (v{G.RESULTS_VERSION['rl'] + 1})" in text.split("Stale")[1]
     assert row_of(text, "ours: rlgpt (reference skills, not an LLM), seed 1")[0][1:] == [
         "1000000", "1.2 (77 episodes)", "measured here"]
     assert "| ours: rl, seed 1 | 1000000 | — | measured here: no result yet |" in text
@@ -220,14 +222,46 @@ def test_table_shows_mean_spread_and_counts_lists_missing_and_stale_cells(tmp_pa
     assert (tmp_path / "docs" / "results_collect_wood.png").stat().st_size > 1000
 
 
+def test_targets_are_met_missed_or_not_measured_and_a_miss_quotes_its_logs(tmp_path, monkeypatch):
+    monkeypatch.setattr(A, "ROOT", tmp_path)
+    md, results = readme(tmp_path), tmp_path / "bench" / "results"
+    for seed in G.SEEDS:  # collect_wood: 0.97 on average, aim 0.95
+        fake_result(results, G.Cell("collect_wood", "rlgpt", seed, 50_000), 0.96 + 0.01 * (seed - 1), 40)
+    pickaxe = fake_result(results, G.Cell("make_wood_pickaxe", "rlgpt", 2, 200_000), 0.5, 30)
+    pickaxe["curve"][3]["success"] = 0.75  # the curve peaked before the end
+    pickaxe["iterations"] = [
+        {"iteration": 1, "code_actions": {}, "critic": "place_table returned True in only 0.1 of 50 calls"},
+        {"iteration": 2, "critic": None, "code_actions": {
+            "chop_tree": {"chosen": 900, "success_rate": 0.9, "error": None},
+            "place_table_v2": {"chosen": 120, "success_rate": 0.25, "error": "line 4: IndexError: out of range"},
+            "make_wood_pickaxe": {"chosen": 60, "success_rate": 0.5, "error": None}}}]
+    A.write_json(results / "make_wood_pickaxe__rlgpt__s2__200000.json", pickaxe)
+    rates = dict.fromkeys(E.ACHIEVEMENTS, 0.0) | {"collect_diamond": 4.5}
+    fake_result(results, G.Cell("crafter", "rlgpt", 1, 1_000_000), None, 0,
+                crafter={"score": 31.0, "episodes": 500, "achievements": rates})
+    assert A.main(["--table"]) == 0
+    text = md.read_text()
+    assert row_of(text, "collect_wood, rlgpt")[0][3:] == ["0.97 ± 0.01 (n=3, 120 ep)", "met"]
+    assert row_of(text, "make_wood_pickaxe, rlgpt")[0][2:] == ["0.9", "0.50 (n=1, 30 ep)", "missed (1 of 3 seeds run)"]
+    assert row_of(text, "crafter, rlgpt", "Crafter score")[0][2:] == ["30", "31.00 (n=1, 500 ep)", "met"]
+    assert row_of(text, "crafter, rlgpt", "collect_diamond (% of episodes)")[0][3:] == ["4.50 (n=1, 500 ep)", "missed"]
+    assert ("- make_wood_pickaxe__rlgpt__s2__200000: curve peaked at 0.75 (env step 80000), ended at 0.50; "
+            "iteration 2: place_table_v2 0.25 of 120 calls (commonest error: line 4: IndexError: out of range), "
+            'make_wood_pickaxe 0.50 of 60 calls; critic: "place_table returned True in only 0.1 of 50 calls"\n') in text
+    assert "- crafter__rlgpt__s1__1000000" in text and "collect_wood__rlgpt__s1" not in text.split("**Targets**")[1]
+    for path in results.glob("*.json"):
+        path.unlink()
+    assert A.main(["--table"]) == 0 and md.read_text().count("| not measured yet |") == 4
+
+
 def test_check_fails_while_the_readme_differs_and_passes_after_table(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(A, "ROOT", tmp_path)
     readme(tmp_path)
     results = tmp_path / "bench" / "results"
-    fake_result(results, A.Cell("collect_wood", "rl", 1, 50_000), 0.5, 10)
+    fake_result(results, G.Cell("collect_wood", "rl", 1, 50_000), 0.5, 10)
     assert A.main(["--check"]) == 1 and "differs" in capsys.readouterr().out
     assert A.main(["--table"]) == 0 and A.main(["--check"]) == 0
-    fake_result(results, A.Cell("collect_wood", "rl", 2, 50_000), 0.7, 10)
+    fake_result(results, G.Cell("collect_wood", "rl", 2, 50_000), 0.7, 10)
     assert A.main(["--check"]) == 1
     assert A.main(["--table", "--check"]) == 0
 
@@ -254,7 +288,7 @@ def test_quick_results_never_enter_bench_results(tmp_path, monkeypatch):
     assert all("--iterations" in c for c in calls) and len(calls) == 2
     quick = tmp_path / "bench" / "out" / "ablation-quick"
     assert sorted(p.name for p in (quick / "results").iterdir()) == [
-        f"collect_wood__{m}__s1__{A.QUICK_BUDGETS['collect_wood']}.json" for m in ("code", "rl")]
+        f"collect_wood__{m}__s1__{G.QUICK_BUDGETS['collect_wood']}.json" for m in ("code", "rl")]
     assert not (tmp_path / "bench" / "results").exists() and not (tmp_path / "README.md").exists()
     assert "2 of 18 grid cells have a result" in (quick / "results.md").read_text()
 
@@ -268,21 +302,21 @@ def test_the_readme_matches_bench_results():
 def test_v1_results_of_the_modes_the_slow_loop_changed_are_stale_rl_and_code_stay_current(tmp_path, monkeypatch):
     """rlgpt and rl+config v2 is "the slow loop acts"; rl and code runs did not change, their v1 results count."""
     results, out = tmp_path / "results", tmp_path / "out"
-    cells = [A.Cell("collect_wood", m, 1, 50_000) for m in A.MODES]
+    cells = [G.Cell("collect_wood", m, 1, 50_000) for m in G.MODES]
     for c in cells:
         fake_result(results, c, 0.5, 10, version=1)
     calls = []
     monkeypatch.setattr(A.subprocess, "Popen", FakeTrain(calls))
     A.execute(cells, out, results, [])
     assert [c[c.index("--mode") + 1] for c in calls] == ["rl+config", "rlgpt"]
-    assert [p.name for p in out.iterdir()] == [f"v{A.RESULTS_VERSION['rlgpt']}"] != ["v1"]  # a fresh directory
+    assert [p.name for p in out.iterdir()] == [f"v{G.RESULTS_VERSION['rlgpt']}"] != ["v1"]  # a fresh directory
     # the committed v1 results (whichever are left: re-runs replace them) split the same way, and the README
     # lists exactly the stale ones
-    v1 = [r for r in A.load(REPO / "bench" / "results") if r["results_version"] == 1]
-    assert [A.is_current(r) for r in v1] == [r["mode"] in ("rl", "code") for r in v1]
+    v1 = [r for r in G.load(REPO / "bench" / "results") if r["results_version"] == 1]
+    assert [G.is_current(r) for r in v1] == [r["mode"] in ("rl", "code") for r in v1]
     readme = (REPO / "README.md").read_text()
     stale = readme.split("Stale, not shown")[1].split("\n")[0] if "Stale, not shown" in readme else ""
-    assert [A.cell_of(r).name in stale for r in v1] == [not A.is_current(r) for r in v1]
+    assert [G.cell_of(r).name in stale for r in v1] == [not G.is_current(r) for r in v1]
 
 
 def iterations_of(cmd: list[str]) -> tuple[str, int]:
@@ -293,8 +327,8 @@ def iterations_of(cmd: list[str]) -> tuple[str, int]:
 
 
 def test_slowloop_grid_runs_rlgpt_with_3_iterations_against_1_and_has_its_own_table(tmp_path, monkeypatch):
-    slow = A.slowloop_grid()
-    assert len(slow) == len(set(slow)) == 12 and {c.seed for c in slow} == set(A.SEEDS)
+    slow = G.slowloop_grid()
+    assert len(slow) == len(set(slow)) == 12 and {c.seed for c in slow} == set(G.SEEDS)
     assert {(c.task, c.mode, c.budget) for c in slow} == {
         (t, m, 300_000) for t in ("make_stone_pickaxe", "collect_iron") for m in ("rlgpt", "rlgpt-1iter")}
     monkeypatch.setattr(A, "ROOT", tmp_path)

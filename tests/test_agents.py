@@ -161,7 +161,7 @@ PLAN = Plan.from_dict({**json.loads(plan_json()), "task": "collect_wood"})
 STATS = {"task": "collect_wood", "iteration": 2, "env_steps": 48128, "success_rate": 0.137,
          "success_trend": [0.021, 0.064, 0.137], "mean_episode_length": 211.5,
          "code_actions": {"chop_tree": {"chosen": 4321, "share": 0.083, "success_rate": 0.412,
-                                        "mean_steps": 23.75,
+                                        "mean_steps": 23.75, "mean_reward": 0.875,
                                         "errors": [["line 3: ZeroDivisionError: division by zero", 17],
                                                    ["stopped: step budget", 5]]}}}
 FEEDBACK = json.dumps({"summary": "chop_tree divides by zero", "to_code": [], "to_rl": [],
@@ -173,7 +173,7 @@ def test_critic_prompt_contains_the_real_per_code_action_statistics():
         fb = SlowAgent(client(srv)).critique(PLAN, [skills.skill_for("chop_tree")], STATS)
     text = text_of(srv.requests[0])
     for shown in ["48128", "0.137", "0.021, 0.064, 0.137", "211.5", "chosen 4321 times", "0.083", "0.412",
-                  "23.75", "line 3: ZeroDivisionError: division by zero", "x17", "x5"]:
+                  "23.75", "reward 0.875 per call", "line 3: ZeroDivisionError: division by zero", "x17", "x5"]:
         assert shown in text, shown
     assert fb.fixes == {"chop_tree": "guard the division"}
 

@@ -38,7 +38,7 @@ def reference(task: str) -> Plan:
 
 def row(chosen: int, success_rate: float, errors: int = 0) -> dict:
     """One code action's statistics as code_actions.CodeStats.summary() gives them."""
-    return {"chosen": chosen, "share": 0.1, "success_rate": success_rate, "mean_steps": 4.0,
+    return {"chosen": chosen, "share": 0.1, "success_rate": success_rate, "mean_steps": 4.0, "mean_reward": 0.25,
             "errors": [["line 5: IndexError: list index out of range", errors]] if errors else []}
 
 
@@ -71,8 +71,8 @@ def test_failing_code_that_is_not_hand_written_gets_a_fix_for_the_code_writer():
     llm_code = CodeAction("chop_tree", "def chop_tree(api):\n    return 1 / 0\n")
     fb = rule_based_critique(reference("collect_wood"), [llm_code], stats_with({"chop_tree": row(50, 0.2, 20)}))
     assert "20 of 50 calls" in fb.fixes["chop_tree"] and fb.variants == {} and fb.to_rl == []
-    assert fb.reasons == ["chop_tree: failed with an error in 20 of 50 calls and it is not hand-written: "
-                          "ask the code writer to fix it"]
+    assert fb.reasons == ["chop_tree: failed with an error in 20 of 50 calls (reward 0.25 per call) and it is "
+                          "not hand-written: ask the code writer to fix it"]
 
 
 def test_a_healthy_or_rarely_called_action_is_left_alone():

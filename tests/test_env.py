@@ -1,6 +1,7 @@
 """env.py on real Crafter: the Gymnasium contract, determinism, the primitive API and code actions."""
 
 import json
+from collections import Counter
 
 import crafter
 import numpy as np
@@ -209,6 +210,25 @@ def test_macro_reward_is_discounted_and_the_logged_return_is_not():
                 break
         _, reward, terminated, _, info = env.step(17)
         assert terminated and info["success"] and info["episode"]["r"] == 1.0  # logged: undiscounted
+        assert info["code_reward"] == 1.0  # what the critic reads: undiscounted too
         rewards[gamma] = (reward, info["prim_steps"])
     assert rewards[1.0] == (1.0, rewards[0.5][1])
     assert rewards[0.5][0] == pytest.approx(0.5 ** (rewards[0.5][1] - 1))  # r at step k-1: gamma^(k-1)
+
+
+def test_code_stats_count_the_reward_earned_inside_each_call():
+    from types import SimpleNamespace
+
+    from code_actions import CodeStats
+    stats = CodeStats(SimpleNamespace(actions=[code("chop", "    return True\n")]))
+    # a vector step of 3 envs: env 0 ran the code action (earned 1.5), env 1 a base action, env 2 it again (0.5)
+    mask = np.ones(3, bool)
+    stats(np.array([17, 0, 17]), {"code_action": np.array([0, -1, 0]), "_code_action": mask,
+                                  "code_ok": np.array([True, False, False]), "_code_ok": mask,
+                                  "prim_steps": np.array([4, 1, 2]), "_prim_steps": mask,
+                                  "code_reward": np.array([1.5, 7.0, 0.5]), "_code_reward": mask})
+    row = stats.summary()["chop"]
+    assert row["chosen"] == 2 and row["mean_reward"] == 1.0 and row["mean_steps"] == 3.0
+    # a checkpoint from before this count existed resumes: the missing count starts at zero
+    stats.restore(5, {"chop": {"chosen": 4, "ok": 1, "steps": 8, "errors": Counter()}})
+    assert stats.summary()["chop"]["mean_reward"] == 0.0 and stats.totals()[1]["chop"]["steps"] == 8

@@ -1,0 +1,100 @@
+"""What the results grids are: their cells, budgets and seeds, the results version of each mode, and
+reading the result files. bench/ablation.py runs cells into bench/results/; bench/results_table.py turns
+the files into the README's results section. Both read this file; it reads neither.
+
+Stale results: RESULTS_VERSION holds one number per mode, bumped by hand in any commit that changes what
+that mode's runs measure (trainer, learner, env, skills, budgets' meaning). A result counts iff its
+`results_version` is its mode's number; any other is stale: listed, not shown, and its cell runs again
+into a fresh v<N>/ directory. v2 of `rlgpt` and `rl+config`: "the slow loop acts" (the critic's decisions
+change the next iteration, a worse change is rolled back, long tasks train their sub-tasks as a
+curriculum); `rl` and `code` runs did not change: v1. Each run's commit is recorded for audit only.
+
+The modes separate the two things RL-GPT adds to PPO: `rl+config` is plain PPO with the plan's action
+mask and reward shaping but no code action, so rl -> rl+config measures the plan's RL config alone and
+rl+config -> rlgpt the code actions alone. The slow-loop grid (issue 15) measures the slow loop: `rlgpt`
+(train.py's default `--iterations 3`) against `rlgpt-1iter`, i.e. `rlgpt` run with `--iterations 1` (one
+plan, the critic never acts), at 300k env steps. `rlgpt-1iter` is rlgpt's control: bump both together.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NoReturn
+
+# Per mode: bump a mode's number by hand when what its runs measure changes (see the docstring).
+RESULTS_VERSION = {"rl": 1, "rl+config": 2, "code": 1, "rlgpt": 2, "rlgpt-1iter": 2}
+VERSION_NOTES = {"rl+config": "the slow loop acts", "rlgpt": "the slow loop acts", "rlgpt-1iter": "rlgpt's control"}
+MODES = ("rl", "rl+config", "code", "rlgpt")
+SLOWLOOP_MODES = ("rlgpt", "rlgpt-1iter")
+SLOWLOOP = {"make_stone_pickaxe": 300_000, "collect_iron": 300_000}  # the slow-loop grid's tasks and budgets
+QUICK_SLOWLOOP = {"make_stone_pickaxe": 2_500, "collect_iron": 2_500}
+SEEDS = (1, 2, 3)
+BUDGETS = {"collect_wood": 50_000, "place_table": 100_000, "make_wood_pickaxe": 200_000,
+           "collect_stone": 300_000, "crafter": 1_000_000}
+CRAFTER_MODES = ("rl", "rlgpt")  # crafter: seed 1 only (1M steps is a day here)
+# --quick is a smoke test of the pipeline (RL barely starts); its results never enter bench/results/.
+QUICK_BUDGETS = {"collect_wood": 2_000, "place_table": 2_000, "make_wood_pickaxe": 2_500,
+                 "collect_stone": 2_500, "crafter": 5_000}
+# The issue's aims (not claims), shown beside what was measured: (task, mode, what, at least).
+# what: "train" (training success at the budget, a fraction), "score" (Crafter's score) or an achievement
+# (% of crafter's training episodes that unlocked it).
+TARGETS = [("collect_wood", "rlgpt", "train", 0.95), ("make_wood_pickaxe", "rlgpt", "train", 0.90),
+           ("crafter", "rlgpt", "score", 30.0), ("crafter", "rlgpt", "collect_diamond", 12.0)]
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell of the grid; its name names both its run directory and its result file."""
+
+    task: str
+    mode: str
+    seed: int
+    budget: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.task}__{self.mode}__s{self.seed}__{self.budget}"
+
+
+def grid(quick: bool = False) -> list[Cell]:
+    """Cheap tasks first, all modes of a seed together, so a long ablation has a complete small table
+    early; crafter (two modes, seed 1) last."""
+    budgets = QUICK_BUDGETS if quick else BUDGETS
+    return [Cell(task, mode, seed, budget) for task, budget in budgets.items()
+            for seed in (SEEDS[:1] if quick or task == "crafter" else SEEDS)
+            for mode in (CRAFTER_MODES if task == "crafter" else MODES)]
+
+
+def slowloop_grid(quick: bool = False) -> list[Cell]:
+    """Both modes of a seed together, so the comparison is complete seed by seed."""
+    return [Cell(task, mode, seed, budget) for task, budget in (QUICK_SLOWLOOP if quick else SLOWLOOP).items()
+            for seed in (SEEDS[:1] if quick else SEEDS) for mode in SLOWLOOP_MODES]
+
+
+def is_current(r: dict) -> bool:
+    """A result counts iff it was measured at its mode's version (a mode no longer run never counts)."""
+    return r.get("mode") in RESULTS_VERSION and r.get("results_version") == RESULTS_VERSION[r["mode"]]
+
+
+def fail(message: str) -> NoReturn:
+    """Bad input: a sentence on stderr and exit status 2, no traceback."""
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def read_result(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        fail(f"{path} is not a readable result file ({e}); fix or delete it")
+
+
+def load(results: Path) -> list[dict]:
+    return [read_result(p) for p in sorted(results.glob("*.json"))]
+
+
+def cell_of(r: dict) -> Cell:
+    return Cell(r["task"], r["mode"], r["seed"], r["budget"])

@@ -1,0 +1,236 @@
+"""bench/results/ -> the README's results section and plots, from the result files alone: the grids'
+success tables (mean ± sd over seeds, with episode counts), Crafter's score beside the published
+scoreboard, the issue's targets beside what was measured (and, for a missed one, what its runs' own logs
+say), the cells still missing, and where and at which commits the shown results ran. Every number comes
+from a result file; none is typed. Run through `python -m bench.ablation --table` / `--check`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+import env as E
+import report
+from bench.grid import MODES, RESULTS_VERSION, TARGETS, VERSION_NOTES, Cell, cell_of, fail, is_current, load
+
+SLOWLOOP_TITLE = ("**With and without the slow loop** (`--grid slowloop`): `rlgpt` (`--iterations 3`: the critic's "
+                  "decisions change the next iteration) against `rlgpt-1iter` (`rlgpt` with `--iterations 1`: one "
+                  "plan, the critic never acts); training success at the budget and evaluation success as above.")
+SLOWLOOP_COLUMNS = [(f"{what}: {label}", mode, key) for key, what in (("train", "training"), ("eval", "evaluation"))
+                    for mode, label in (("rlgpt", "with (`rlgpt`)"), ("rlgpt-1iter", "without (`rlgpt-1iter`)"))]
+# Quoted, not measured: ../shared/paper-notes.md (Crafter's scoreboard): (agent, env steps, score).
+PUBLISHED = [("random", "-", 1.6), ("SB3 PPO", "1M", 4.6), ("DreamerV3", "1M", 14.5),
+             ("PPO-ResNet", "1M", 15.6), ("Achievement Distillation", "1M", 21.8),
+             ("SPRING (GPT-4, no training)", "-", 27.3), ("human experts", "-", 50.5)]
+MARKERS = ("<!-- results:start -->", "<!-- results:end -->")
+
+
+
+def mean_sd(values: list[tuple[float | None, int]]) -> str:
+    """"mean ± sd (n=seeds, episodes pooled)" over the seeds that have a value (sd: ddof=1); "—" if none."""
+    vals = [(v, n) for v, n in values if v is not None]
+    if not vals:
+        return "—"
+    x, eps = np.array([v for v, _ in vals]), sum(n for _, n in vals)
+    spread = f" ± {x.std(ddof=1):.2f}" if len(x) > 1 else ""
+    return f"{x.mean():.2f}{spread} (n={len(x)}, {eps} ep)"
+
+
+def success_table(title: str, current: dict[Cell, dict], cells: list[Cell], columns: list[tuple]) -> list[str]:
+    """A row per task; a column per (header, mode, "train" or "eval"): that mode's seeds, mean ± sd."""
+    budgets = dict.fromkeys((c.task, c.budget) for c in cells if c.task != "crafter")
+    lines = [title, "", "| task | budget | " + " | ".join(h for h, _, _ in columns) + " |",
+             "|---|---|" + "---|" * len(columns)]
+    for task, budget in budgets:
+        row = [mean_sd([(current[c][key]["success"], current[c][key]["n"]) for c in cells
+                        if (c.task, c.mode) == (task, mode) and c in current]) for _, mode, key in columns]
+        lines.append(f"| {task} | {budget} | " + " | ".join(row) + " |")
+    return lines + [""]
+
+
+def plotted(current: dict[Cell, dict]) -> list[str]:
+    """The tasks with a success curve to plot (crafter has none: its score is in a table)."""
+    return list(dict.fromkeys(c.task for c, r in current.items()
+                              if c.task != "crafter" and any(p["success"] is not None for p in r["curve"])))
+
+
+def plot_links(current: dict[Cell, dict], cells: list[Cell], md_dir: Path, plot_dir: Path) -> list[str]:
+    """Each grid's plots under its own table (the plots themselves: write_plots, for every task)."""
+    tasks = plotted({c: r for c, r in current.items() if c in cells})
+    return [f"![{t}]({os.path.relpath(plot_dir / f'results_{t}.png', md_dir)})" for t in tasks] + [""] * bool(tasks)
+
+
+def write_plots(current: dict[Cell, dict], plot_dir: Path) -> None:
+    """Per task: training success vs env steps at the curve's points, mean over seeds and their range."""
+    plot_dir.mkdir(parents=True, exist_ok=True)
+    for task in plotted(current):
+        curves: dict[str, list] = {}
+        for cell, r in current.items():
+            pts = [p for p in r["curve"] if p["success"] is not None]
+            if cell.task == task and pts:
+                curves.setdefault(cell.mode, []).append((np.array([p["step"] for p in pts], dtype=float),
+                                                         np.array([p["success"] for p in pts])))
+        versions = ", ".join(f"{m} v{RESULTS_VERSION[m]}" for m in curves)
+        report.plot(curves, plot_dir / f"results_{task}.png", f"{task}: results versions {versions}")
+
+
+def crafter_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
+    """Our measured Crafter scores beside the published scoreboard, then our per-achievement rates."""
+    lines = ["**Crafter** (all 22 achievements): score = exp(mean(log(1 + p))) - 1 over the 22 achievements' "
+             "success rates p (% of the training episodes that finished within the budget).", "",
+             "| agent | env steps | Crafter score | source |", "|---|---|---|---|"]
+    lines += [f"| {name} | {steps} | {score} | quoted: published |" for name, steps, score in PUBLISHED]
+    ours = [c for c in cells if c.task == "crafter"]
+    for c in ours:
+        label = f"ours: {c.mode}" + (" (reference skills, not an LLM)" if c.mode != "rl" else "")
+        if c in current:
+            cr = current[c]["crafter"]
+            lines.append(f"| {label}, seed {c.seed} | {c.budget} | {cr['score']:.1f} ({cr['episodes']} episodes) "
+                         "| measured here |")
+        else:
+            lines.append(f"| {label}, seed {c.seed} | {c.budget} | — | measured here: no result yet |")
+    done = [c for c in ours if c in current]
+    if done:
+        lines += ["", "| achievement (% of episodes) | " + " | ".join(f"ours: {c.mode}" for c in done) + " |",
+                  "|---|" + "---|" * len(done)]
+        lines += [f"| {a} | " + " | ".join(f"{current[c]['crafter']['achievements'][a]:.1f}" for c in done) + " |"
+                  for a in E.ACHIEVEMENTS]
+    return lines + [""]
+
+
+def measured(r: dict, what: str) -> float | None:
+    """One result's value of a target's measure (TARGETS): training success, Crafter's score or an
+    achievement's rate."""
+    if what == "train":
+        return r["train"]["success"]
+    return r["crafter"]["score"] if what == "score" else r["crafter"]["achievements"][what]
+
+
+def target_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
+    """Each target beside its measurement (mean over the seeds run) and, for a missed one, what its runs'
+    own logs say: the curve's best point against its last, and the last iteration's weakest code actions."""
+    lines = ["**Targets** (the results issue's aims, not claims): met when the mean over the seeds run reaches "
+             "the aim.", "", "| task, mode | measure | aim | measured | status |", "|---|---|---|---|---|"]
+    evidence = []
+    for task, mode, what, aim in TARGETS:
+        ran = [(c, current[c]) for c in cells if (c.task, c.mode) == (task, mode) and c in current]
+        planned = sum((c.task, c.mode) == (task, mode) for c in cells)
+        label = ("training success at the budget" if what == "train" else "Crafter score" if what == "score"
+                 else f"{what} (% of episodes)")
+        values = [(measured(r, what), r["train"]["n"] if what == "train" else r["crafter"]["episodes"])
+                  for _, r in ran]
+        known = [v for v, _ in values if v is not None]
+        status = ("not measured yet" if not known else ("met" if np.mean(known) >= aim else "missed")
+                  + (f" ({len(ran)} of {planned} seeds run)" if len(ran) < planned else ""))
+        lines.append(f"| {task}, {mode} | {label} | {aim:g} | {mean_sd(values)} | {status} |")
+        if status.startswith("missed"):
+            evidence += [f"- {c.name}: {why_missed(r)}" for c, r in ran]
+    if evidence:
+        lines += ["", "From the missed targets' own logs (the curve; the last iteration's weakest code actions, "
+                      "by the share of calls that returned True; the last critic summary):", *evidence]
+    return lines + [""]
+
+
+def why_missed(r: dict) -> str:
+    """One line from a result file: where its curve peaked and ended, and what its code actions did."""
+    key = "success" if r["task"] != "crafter" else "achievements"
+    pts = [p for p in r["curve"] if p.get(key) is not None]
+    text = ""
+    if pts:
+        best = max(pts, key=lambda p: p[key])
+        text = f"curve peaked at {best[key]:.2f} (env step {best['step']}), ended at {pts[-1][key]:.2f}"
+    last = r["iterations"][-1] if r.get("iterations") else {}
+    weakest = sorted(last.get("code_actions", {}).items(), key=lambda kv: kv[1]["success_rate"])[:2]
+    if weakest:
+        text += f"; iteration {last['iteration']}: " + ", ".join(
+            f"{name} {row['success_rate']:.2f} of {row['chosen']} calls"
+            + (f" (commonest error: {row['error']})" if row.get("error") else "") for name, row in weakest)
+    said = next((it["critic"] for it in reversed(r.get("iterations", [])) if it.get("critic")), None)
+    cut = " ..." if said and len(said) >= 300 else ""  # result files keep the first 300 characters
+    return text + (f"; critic: \"{said}{cut}\"" if said else "")
+
+
+def missing_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
+    """The cells of one grid without a current result, per task and mode."""
+    missing = [c for c in cells if c not in current]
+    lines = [f"Missing ({len(missing)} of {len(cells)} cells):" if missing else "Missing: none."]
+    for task, budget in dict.fromkeys((c.task, c.budget) for c in missing):
+        per_mode = {m: " ".join(f"s{c.seed}" for c in missing if (c.task, c.mode) == (task, m))
+                    for m in dict.fromkeys(c.mode for c in cells)}
+        lines.append(f"- {task} ({budget}): " + "; ".join(f"{m} {s}" for m, s in per_mode.items() if s))
+    return lines
+
+
+def provenance(found: list[dict], current: dict[Cell, dict]) -> list[str]:
+    """Which results are stale or outside both grids, where and at which commits the shown ones ran."""
+    stale = [r for r in found if r["mode"] in RESULTS_VERSION and not is_current(r)]
+    outside = [r for r in found if cell_of(r) not in current and r not in stale]
+    lines = ["Stale, not shown (not their mode's RESULTS_VERSION): "
+             + ", ".join(f"{cell_of(r).name} (v{r['results_version']})" for r in stale) + ".", ""] if stale else []
+    lines += ["Not in a grid, not shown: " + ", ".join(cell_of(r).name for r in outside) + ".", ""] if outside else []
+    if current:
+        def count(key) -> str:
+            return "; ".join(f"{k} ({n} cells)" for k, n in sorted(Counter(map(key, current.values())).items()))
+        lines += ["Measured on: " + count(lambda r: f"{r['machine']['cpu']}, {r['machine']['cores']} cores"
+                                            + (f", {r['machine']['gpu']}" if r["machine"].get("gpu") else "")),
+                  "At commits: " + count(lambda r: r["commit"][:10] + (" (dirty)" if r["dirty"] else ""))]
+    return lines
+
+
+def shown(found: list[dict], cells: list[Cell]) -> dict[Cell, dict]:
+    """The current results of `cells`, in grid order whatever the files' order."""
+    current = {cell_of(r): r for r in found if is_current(r)}
+    return {c: current[c] for c in cells if c in current}
+
+
+def section(found: list[dict], cells: list[Cell], slow: list[Cell], md_dir: Path, plot_dir: Path) -> str:
+    """The Markdown between the markers: every number from `found` (the result files), nothing typed."""
+    current = shown(found, cells + slow)
+    eval_n = sorted({r["eval"]["n"] for r in current.values()})
+    versions = ", ".join(f"`{m}` v{v}" + (f" ({VERSION_NOTES[m]})" if m in VERSION_NOTES else "")
+                         for m, v in RESULTS_VERSION.items())
+    n_main = sum(c in current for c in cells)
+    lines = [MARKERS[0], "<!-- written by `python -m bench.ablation --table` from bench/results/; not by hand -->",
+             f"Current results versions (`RESULTS_VERSION` in `bench/grid.py`, one per mode): {versions}. "
+             f"{n_main} of {len(cells)} grid cells have a result. The `code`, `rlgpt`, `rlgpt-1iter` and `rl+config` "
+             "cells use the hand-written reference skills and plans (`--llm library`), not an LLM.", "",
+             *success_table("**Training success at the budget**: the training episodes that finished in the last "
+                            "tenth of each run's env-step budget; mean ± sd over seeds (n = seeds, then the "
+                            "episodes pooled over them); — = no result yet.", current, cells,
+                            [(m, m, "train") for m in MODES]),
+             *success_table("**Evaluation success after the last iteration** (unseen worlds"
+                            + (f", {'/'.join(map(str, eval_n))} episodes per seed" if eval_n else "") + ").",
+                            current, cells, [(m, m, "eval") for m in MODES])]
+    lines += plot_links(current, cells, md_dir, plot_dir) + crafter_lines(current, cells) + target_lines(current, cells)
+    lines += missing_lines(current, cells) + ["", *success_table(SLOWLOOP_TITLE, current, slow, SLOWLOOP_COLUMNS)]
+    lines += plot_links(current, slow, md_dir, plot_dir) + missing_lines(current, slow) + [""]
+    return "\n".join(lines + provenance(found, current) + [MARKERS[1]])
+
+
+def splice(text: str, new: str, path: Path) -> str:
+    """`text` with its results section replaced by `new` (a file without one must get the markers by hand)."""
+    if MARKERS[0] not in text or MARKERS[1] not in text:
+        fail(f"{path} has no {MARKERS[0]} ... {MARKERS[1]} lines to write the table between")
+    head, rest = text.split(MARKERS[0], 1)
+    return head + new + rest.split(MARKERS[1], 1)[1]
+
+
+def table(results: Path, md: Path, plot_dir: Path, cells: list[Cell], slow: list[Cell], check: bool) -> int:
+    """Write (or with `check`, only compare) md's results section; 1 if the check finds it out of date."""
+    found = load(results)
+    new = section(found, cells, slow, md.parent, plot_dir)
+    text = md.read_text() if md.is_file() else MARKERS[0] + MARKERS[1] + "\n"
+    if check:
+        if splice(text, new, md) != text:
+            print(f"{md}: its results section differs from {results}/: run  python -m bench.ablation --table")
+            return 1
+        print(f"{md}: its results section matches the {len(found)} result files in {results}/")
+        return 0
+    md.write_text(splice(text, new, md))
+    write_plots(shown(found, cells + slow), plot_dir)
+    print(f"wrote {md}'s results section and the plots in {plot_dir}/ from {len(found)} result files")
+    return 0
