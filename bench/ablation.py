@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -92,17 +93,24 @@ def curve(eps: list[tuple[int, dict]], cell: Cell) -> list[dict]:
 
 
 def iterations(run_dir: Path) -> list[dict]:
-    """Per iteration: what its code actions did (calls, success, commonest error) and the critic's summary,
-    from iter_k/stats.json and iter_k/feedback.json, so the results' "why" can be written from this file."""
+    """Per iteration: its training success, what its code actions did (calls, success, commonest error),
+    the critic's summary and decisions after it, and whether the previous decisions were kept or rolled
+    back (train.log's "[iter k] the critic's change" line), from iter_k/stats.json, iter_k/feedback.json
+    and train.log, so the results' "why" and the slow loop's effect can be written from this file."""
+    log = (run_dir / "train.log").read_text(errors="replace") if (run_dir / "train.log").is_file() else ""
+    changes = {int(k): why[:200] for k, why in re.findall(r"^\[iter (\d+)\] the critic's change: (.*)$", log, re.M)}
     out = []
     for path in sorted(run_dir.glob("iter_*/stats.json"), key=lambda p: int(p.parent.name.split("_")[1])):
         stats, feedback = json.loads(path.read_text()), path.parent / "feedback.json"
         actions = {name: {"chosen": row["chosen"], "success_rate": row["success_rate"],
                           "error": str(row["errors"][0][0])[:120] if row.get("errors") else None}
                    for name, row in stats.get("code_actions", {}).items()}
-        critic = json.loads(feedback.read_text()).get("summary", "")[:300] if feedback.is_file() else None
+        fb = json.loads(feedback.read_text()) if feedback.is_file() else None
         out.append({"iteration": stats.get("iteration"), "env_steps": stats.get("env_steps"),
-                    "code_actions": actions, "critic": critic})
+                    "train": {"success": stats.get("success_rate"), "n": stats.get("success_episodes")},
+                    "change": changes.get(stats.get("iteration")), "code_actions": actions,
+                    "critic": fb.get("summary", "")[:300] if fb else None,
+                    "decided": [str(r)[:160] for r in fb.get("reasons", [])[:6]] if fb else []})
     return out
 
 

@@ -154,6 +154,31 @@ def why_missed(r: dict) -> str:
     return text + (f"; critic: \"{said}{cut}\"" if said else "")
 
 
+def loop_lines(current: dict[Cell, dict], slow: list[Cell]) -> list[str]:
+    """What the slow loop did in each `rlgpt` run of the slow-loop grid, from its result file: per iteration
+    the training success, then the critic's decisions and whether the next iteration kept them."""
+    lines = []
+    for c in slow:
+        its = current[c].get("iterations", []) if c in current and c.mode == "rlgpt" else []
+        if not its or "train" not in its[0]:
+            continue  # a result file from before the iterations kept their success
+        steps = []
+        for it in its:
+            got = it["train"]
+            done = f"iteration {it['iteration']}: {got['success']:.2f} (n={got['n']})"
+            if it.get("change"):
+                done += f", the change {it['change'].split(':')[0]}"
+            steps.append(done)
+            if it is not its[-1]:
+                steps.append("decided: " + "; ".join(it["decided"]) if it.get("decided") else "no change decided")
+        lines.append(f"- {c.name}: " + " -> ".join(steps))
+    if not lines:
+        return []
+    return ["What the slow loop did in each `rlgpt` run above (from its result file: the training success of "
+            "each iteration's finished episodes, the rule-based critic's decisions, and whether the next "
+            "iteration kept them or rolled them back):", *lines, ""]
+
+
 def missing_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
     """The cells of one grid without a current result, per task and mode."""
     missing = [c for c in cells if c not in current]
@@ -207,7 +232,8 @@ def section(found: list[dict], cells: list[Cell], slow: list[Cell], md_dir: Path
                             current, cells, [(m, m, "eval") for m in MODES])]
     lines += plot_links(current, cells, md_dir, plot_dir) + crafter_lines(current, cells) + target_lines(current, cells)
     lines += missing_lines(current, cells) + ["", *success_table(SLOWLOOP_TITLE, current, slow, SLOWLOOP_COLUMNS)]
-    lines += plot_links(current, slow, md_dir, plot_dir) + missing_lines(current, slow) + [""]
+    lines += plot_links(current, slow, md_dir, plot_dir) + loop_lines(current, slow) + missing_lines(current, slow)
+    lines += [""]
     return "\n".join(lines + provenance(found, current) + [MARKERS[1]])
 
 

@@ -80,9 +80,16 @@ def test_result_curve_counts_the_episodes_that_finished_in_each_window(tmp_path)
     d = fake_run(tmp_path / "run", cell, lengths, [{"collect_wood": w, "place_table": 1} for w in wood],
                  attempts=(("abc", False, 30.0), ("def", True, 20.0)))
     (d / "iter_1").mkdir()
-    (d / "iter_1" / "stats.json").write_text(json.dumps({"iteration": 1, "env_steps": 500, "code_actions": {
-        "chop_tree": {"chosen": 40, "share": 0.1, "success_rate": 0.25, "errors": [["no tree in view", 30]]}}}))
-    (d / "iter_1" / "feedback.json").write_text(json.dumps({"summary": "chop_tree is called blind"}))
+    (d / "iter_1" / "stats.json").write_text(json.dumps({
+        "iteration": 1, "env_steps": 500, "success_rate": 0.4, "success_episodes": 5, "code_actions": {
+            "chop_tree": {"chosen": 40, "share": 0.1, "success_rate": 0.25, "errors": [["no tree in view", 30]]}}}))
+    (d / "iter_1" / "feedback.json").write_text(json.dumps({"summary": "chop_tree is called blind",
+                                                            "reasons": ["chop_tree: try variant search"]}))
+    (d / "iter_2").mkdir()  # the next iteration, and the log line that says whether it kept the change
+    (d / "iter_2" / "stats.json").write_text(json.dumps({"iteration": 2, "env_steps": 1000, "success_rate": 0.2,
+                                                         "success_episodes": 30, "code_actions": {}}))
+    with open(d / "train.log", "a") as f:
+        f.write("[iter 2] env steps 1000\n[iter 2] the critic's change: rolled back: success 0.2: worse\n")
     r = A.result_of(cell, d)
     assert [(p["step"], p["n"], p["success"]) for p in r["curve"]] == [
         (100, 2, 0.5), (200, 1, 1.0), (300, 0, None), (400, 0, None), (500, 1, 0.0),
@@ -93,9 +100,12 @@ def test_result_curve_counts_the_episodes_that_finished_in_each_window(tmp_path)
     assert r["finished"] == {"episodes": 6, "env_steps": 1200}
     assert (r["commit"], r["resumed_at_commits"], r["dirty"], r["attempts"]) == ("abc", ["def"], True, 2)
     assert r["results_version"] == G.RESULTS_VERSION["rlgpt"] and r["machine"]["cpu"] == "fake cpu"
-    assert r["iterations"] == [{"iteration": 1, "env_steps": 500, "critic": "chop_tree is called blind",
-                                "code_actions": {"chop_tree": {"chosen": 40, "success_rate": 0.25,
-                                                               "error": "no tree in view"}}}]
+    assert r["iterations"] == [
+        {"iteration": 1, "env_steps": 500, "train": {"success": 0.4, "n": 5}, "change": None,
+         "critic": "chop_tree is called blind", "decided": ["chop_tree: try variant search"],
+         "code_actions": {"chop_tree": {"chosen": 40, "success_rate": 0.25, "error": "no tree in view"}}},
+        {"iteration": 2, "env_steps": 1000, "train": {"success": 0.2, "n": 30},
+         "change": "rolled back: success 0.2: worse", "critic": None, "decided": [], "code_actions": {}}]
     A.write_json(tmp_path / "r.json", r)
     assert (tmp_path / "r.json").stat().st_size < 4000 and not list(tmp_path.glob(".*tmp*"))
 
@@ -356,3 +366,14 @@ def test_slowloop_grid_runs_rlgpt_with_3_iterations_against_1_and_has_its_own_ta
     assert "Missing (8 of 12 cells):\n- make_stone_pickaxe (300000): rlgpt s3; rlgpt-1iter s3\n" \
            "- collect_iron (300000): rlgpt s1 s2 s3; rlgpt-1iter s1 s2 s3\n" in text
     assert "Not in a grid" not in text and "![make_stone_pickaxe](docs/results_make_stone_pickaxe.png)" in text
+    assert "What the slow loop did" not in text  # no result kept its iterations: nothing to say
+    looped = fake_result(results, slow[0], 0.5, 10)
+    looped["iterations"] = [
+        {"iteration": 1, "train": {"success": 0.25, "n": 40}, "change": None, "decided": ["a: try variant b"]},
+        {"iteration": 2, "train": {"success": 0.125, "n": 48}, "change": "rolled back: success 0.125: worse",
+         "decided": []},
+        {"iteration": 3, "train": {"success": 0.3, "n": 50}, "change": None, "decided": []}]
+    A.write_json(results / f"{slow[0].name}.json", looped)
+    assert A.main(["--table"]) == 0
+    assert (f"- {slow[0].name}: iteration 1: 0.25 (n=40) -> decided: a: try variant b -> iteration 2: 0.12 (n=48), "
+            "the change rolled back -> no change decided -> iteration 3: 0.30 (n=50)\n") in md.read_text()
