@@ -214,7 +214,7 @@ def rule_based_critique(plan: Plan, code_actions: list[CodeAction], stats: dict)
                            "tried: leave it to RL")
         else:
             notes.append(f"{s.name} {why} with its last variant, without errors: when to call it is RL's job")
-    rl_config = _act_on_stall(plan, stats.get("stalls") or {}, active, to_code, to_rl, variants, reasons)
+    rl_config = _act_on_stall(plan, stats.get("stalls") or {}, active, to_code, to_rl, variants, reasons, notes)
     trend = stats.get("success_trend") or []
     direction = "not measured"
     if len(trend) >= 2:
@@ -226,14 +226,14 @@ def rule_based_critique(plan: Plan, code_actions: list[CodeAction], stats: dict)
 
 
 def _act_on_stall(plan: Plan, stalls: dict, active: dict[str, CodeAction], to_code: list[str],
-                  to_rl: list[str], variants: dict[str, str], reasons: list[str]) -> dict | None:
+                  to_rl: list[str], variants: dict[str, str], reasons: list[str], notes: list[str]) -> dict | None:
     """The changes for the sub-task failed episodes stall at (appended to the lists given); returns a
-    new RL config, or None to keep the plan's."""
+    new RL config, or None to keep the plan's. A stall the rules have no remedy left for is a note."""
     n, shares = stalls.get("failed_episodes", 0), stalls.get("never_reached", {})
     stuck = next((a for a in get_task(plan.task).prerequisites if shares.get(a, 0.0) >= STALL_SHARE), None)
     if n < MIN_FAILED_EPISODES or stuck is None:
         return None
-    where = f"{num(shares[stuck])} of {n} failed episodes never reached {stuck}"
+    where, before = f"{num(shares[stuck])} of {n} failed episodes never reached {stuck}", len(reasons)
     name = skills.STEPS.get(stuck, (None, ""))[1]
     sub = next((s for s in plan.subactions if s.name == name), None)
     decided = {*to_code, *to_rl, *variants}
@@ -257,6 +257,9 @@ def _act_on_stall(plan: Plan, stalls: dict, active: dict[str, CodeAction], to_co
         config["shaping"][item] = weight
         reasons.append(f"rl_config: {where}; shape {item} (+{weight} per unit gained)")
         changed = True
+    if len(reasons) == before and (sub is None or sub.name not in decided):
+        notes.append(f"{where}, but the rules have no remedy left for it (no other skill version, nothing to "
+                     "unmask or shape): nothing changes for it")
     return config if changed else None
 
 

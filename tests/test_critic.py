@@ -112,6 +112,16 @@ def test_a_stall_at_a_code_sub_task_tries_its_variant_and_adds_missing_shaping()
     assert any(r.startswith("rl_config:") and "shape wood" in r for r in fb.reasons)
 
 
+def test_a_stall_with_no_remedy_left_is_said_and_changes_nothing():
+    plan = reference("make_wood_pickaxe")  # shapes wood already; chop_tree at its last variant: nothing left
+    search = skills.VARIANTS["chop_tree"]["search"]
+    stalls = {"failed_episodes": 12, "never_reached": {"collect_wood": 0.75, "place_table": 1.0}}
+    code = [search if s.name == "chop_tree" else skills.SKILLS[s.name] for s in plan.code_subactions]
+    fb = rule_based_critique(plan, code, stats_with({}, stalls))
+    assert (fb.variants, fb.to_code, fb.to_rl, fb.rl_config, fb.reasons) == ({}, [], [], None, [])
+    assert "0.75 of 12 failed episodes never reached collect_wood, but the rules have no remedy left" in fb.summary
+
+
 def test_stall_shares_reads_where_failed_episodes_stopped():
     rows = [{"achievement_collect_wood": 1, "achievement_place_table": 1, "achievement_make_wood_pickaxe": 1},
             {"achievement_collect_wood": 2, "achievement_place_table": 0, "achievement_make_wood_pickaxe": 0},
