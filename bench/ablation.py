@@ -6,13 +6,15 @@
     python -m bench.ablation --table         # rebuild README.md's results section (both grids), docs/results_*.png
     python -m bench.ablation --check         # exit 1 if README.md's results section differs from the data
     python -m bench.ablation --quick         # smoke test: 1 seed, tiny budgets, all of it under bench/out/
+    python -m bench.ablation --jobs 4        # 4 cells at a time (a machine with cores to spare)
     python -m bench.ablation -- --num-envs 16                # anything after -- goes to every train.py run
 
 Run it from the repo root as a module (as above). A cell is (task, mode, seed, env-step budget). Its run
-is `train.py` in a subprocess, one at a time, in bench/out/ablation/v<its mode's version>/<cell>/
-(git-ignored; an interrupted run is continued with --resume). Its result, a few kB read from the run's
-logs, is written atomically to bench/results/<cell>.json the moment it finishes, to be committed with the
-code. A cell with a current result never runs again.
+is `train.py` in a subprocess (`--jobs` at a time, default 1), in bench/out/ablation/v<its mode's
+version>/<cell>/ (git-ignored; an interrupted run is continued with --resume). Its result, a few kB read
+from the run's logs, is written atomically to bench/results/<cell>.json the moment it finishes, to be
+committed with the code. A cell with a current result never runs again; a cell whose run directory holds
+another live process's lock (ablation.lock) is skipped, so commands started side by side share the grid.
 
 What the grids are (cells, budgets, seeds, each mode's results version and when a result is stale):
 bench/grid.py. How the README's section is made from the result files: bench/results_table.py.
@@ -25,9 +27,14 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -209,27 +216,96 @@ def attempt(cmd: list[str], run_dir: Path) -> int:
     return rc
 
 
-def execute(cells: list[Cell], out: Path, results: Path, extra: list[str]) -> None:
-    """Each cell without a current result: run (or continue) it, then write its result at once."""
-    start = time.time()
+LOCK = "ablation.lock"  # in a cell's run directory while a process runs it: "<pid> <host>"
+
+
+@contextmanager
+def cell_lock(run_dir: Path) -> Iterator[str | None]:
+    """Hold the cell's lock for the block; yields None, or the holder ("<pid> <host>") if another process
+    runs the cell. A lock of a process that is gone (same host) is taken over; one of another host is
+    trusted (delete it by hand if that run is gone)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path, me = run_dir / LOCK, f"{os.getpid()} {socket.gethostname()}"
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            holder = path.read_text(errors="replace").strip() if path.is_file() else ""
+            if holder and not _gone(holder):
+                yield holder
+                return
+            path.unlink(missing_ok=True)  # its process died without cleaning up: take the cell over
+            continue
+        with os.fdopen(fd, "w") as f:
+            f.write(me)
+        try:
+            yield None
+        finally:
+            path.unlink(missing_ok=True)
+        return
+    yield "another process (it took the lock over at the same moment)"
+
+
+def _gone(holder: str) -> bool:
+    """A lock's process no longer exists (only knowable on this host)."""
+    pid, _, host = holder.partition(" ")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        pass
+    return False
+
+
+def execute(cells: list[Cell], out: Path, results: Path, extra: list[str], jobs: int = 1) -> None:
+    """Each cell without a current result: run (or continue) it, then write its result at once; `jobs` cells
+    at a time, each its own train.py process. A cell another process holds the lock of is skipped, so two
+    commands on one checkout (or a shared disk) never run the same cell. After a Ctrl-C (every train.py
+    gets it and writes its checkpoint) no new cell starts; the same command continues."""
+    start, stop = time.time(), threading.Event()
+
+    def one(head: str, cell: Cell, path: Path) -> None:
+        run_dir = out / f"v{RESULTS_VERSION[cell.mode]}" / cell.name  # a stale run is never resumed as current
+        with cell_lock(run_dir) as holder:
+            if holder is not None:
+                print(f"{head}: another process runs it ({holder}), skipped", flush=True)
+                return
+            if stop.is_set():
+                return
+            if not (run_dir / "summary.md").is_file():
+                cmd = command_for(cell, run_dir, extra)
+                print(f"{head}: {'resuming' if '--resume' in cmd else 'running'} in {run_dir}", flush=True)
+                t0, rc = time.time(), attempt(cmd, run_dir)
+                if rc in (130, -2):
+                    stop.set()
+                    return
+                if rc != 0 or not (run_dir / "summary.md").is_file():
+                    print(f"{head}: FAILED (exit {rc}, see {run_dir / 'train.log'})", flush=True)
+                    return
+                print(f"{head}: finished in {time.time() - t0:.0f}s", flush=True)
+            write_json(path, result_of(cell, run_dir))
+            print(f"{head}: result {path} (elapsed {(time.time() - start) / 60:.1f} min)", flush=True)
+
+    todo = []
     for i, cell in enumerate(cells, 1):
         head, path = f"[{i}/{len(cells)}] {cell.name}", results / f"{cell.name}.json"
         if path.is_file() and is_current(read_result(path)):
             print(f"{head}: has a result, skipped", flush=True)
-            continue
-        run_dir = out / f"v{RESULTS_VERSION[cell.mode]}" / cell.name  # a stale run is never resumed as current
-        if not (run_dir / "summary.md").is_file():
-            cmd = command_for(cell, run_dir, extra)
-            print(f"{head}: {'resuming' if '--resume' in cmd else 'running'} in {run_dir} ...", end=" ", flush=True)
-            t0, rc = time.time(), attempt(cmd, run_dir)
-            if rc in (130, -2):
-                raise SystemExit(f"\ninterrupted: the same command continues {cell.name}")
-            if rc != 0 or not (run_dir / "summary.md").is_file():
-                print(f"FAILED (exit {rc}, see {run_dir / 'train.log'})", flush=True)
-                continue
-            print(f"finished in {time.time() - t0:.0f}s;", end=" ")
-        write_json(path, result_of(cell, run_dir))
-        print(f"result: {path} (elapsed {(time.time() - start) / 60:.1f} min)", flush=True)
+        else:
+            todo.append((head, cell, path))
+    pool = ThreadPoolExecutor(max(1, jobs))
+    try:
+        for future in [pool.submit(one, *t) for t in todo]:
+            future.result()
+    except KeyboardInterrupt:  # the train.py processes got it too: wait for their checkpoints
+        stop.set()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    if stop.is_set():
+        raise SystemExit("interrupted: the same command continues the unfinished cells")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -244,6 +320,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", nargs="+", choices=[*BUDGETS, *SLOWLOOP], help="default: the grid's")
     parser.add_argument("--modes", nargs="+", choices=list(RESULTS_VERSION), help="default: the grid's")
     parser.add_argument("--seeds", nargs="+", type=int, default=list(SEEDS), choices=SEEDS)
+    parser.add_argument("--jobs", type=int, default=1, help="cells run at a time, each its own train.py process "
+                        "(its SPS then shares the cores: only results, never speed, are compared across cells)")
     args = parser.parse_args(argv)
     cells, slow = grid(args.quick), slowloop_grid(args.quick)
     out = ROOT / "bench" / "out" / ("ablation-quick" if args.quick else "ablation")  # quick: apart, table too
@@ -257,7 +335,9 @@ def main(argv: list[str] | None = None) -> int:
     if not chosen:
         parser.error(f"no cell of the {args.grid} grid has that task, mode and seed (main: crafter runs rl and "
                      f"rlgpt, seed 1; slowloop: {', '.join(SLOWLOOP)} x {', '.join(SLOWLOOP_MODES)})")
-    execute(chosen, out, results, (QUICK_TRAIN_ARGS if args.quick else []) + extra)
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, not {args.jobs}")
+    execute(chosen, out, results, (QUICK_TRAIN_ARGS if args.quick else []) + extra, args.jobs)
     if args.quick:
         return table(results, md, plot_dir, cells, slow, check=False)
     print("rebuild the README's table from bench/results/:  python -m bench.ablation --table")

@@ -3,8 +3,10 @@ resuming, staleness, the table."""
 
 import json
 import shutil
+import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -132,8 +134,8 @@ def test_crafter_result_has_the_score_and_rates_within_the_budget(tmp_path):
 class FakeTrain:
     """Stands in for subprocess.Popen: records the train.py command and leaves a finished run directory."""
 
-    def __init__(self, calls: list, finish: bool = True):
-        self.calls, self.finish = calls, finish
+    def __init__(self, calls: list, finish: bool = True, rc: int = 0):
+        self.calls, self.finish, self.rc = calls, finish, rc
 
     def __call__(self, cmd, **kw):
         if cmd[0] != sys.executable:
@@ -149,6 +151,18 @@ class FakeTrain:
         return self
 
     def wait(self) -> int:
+        return self.rc
+
+
+class Concurrent(FakeTrain):
+    """FakeTrain whose processes each wait until `n` of them run at once (a serial runner times out)."""
+
+    def __init__(self, calls: list, n: int):
+        super().__init__(calls)
+        self.barrier = threading.Barrier(n, timeout=20)
+
+    def wait(self) -> int:
+        self.barrier.wait()
         return 0
 
 
@@ -186,6 +200,38 @@ def test_unfinished_run_resumes_a_finished_one_only_gets_its_result_a_failed_one
     monkeypatch.setattr(A.subprocess, "Popen", FakeTrain(calls, finish=False))  # exits 0 without summary.md
     A.execute([failing], out, results, [])
     assert not (results / f"{failing.name}.json").exists()
+
+
+def test_jobs_run_cells_at_once_a_locked_cell_is_skipped_a_dead_lock_taken_over(tmp_path, monkeypatch):
+    cells, out, results = G.grid()[:4], tmp_path / "out", tmp_path / "results"
+    calls = []
+    monkeypatch.setattr(A.subprocess, "Popen", Concurrent(calls, 2))
+    A.execute(cells[:2], out, results, [], jobs=2)  # each fake run waits for the other: only --jobs 2 finishes
+    assert len(calls) == 2 and all((results / f"{c.name}.json").is_file() for c in cells[:2])
+    assert not list(out.rglob(A.LOCK))  # released
+    live = POPEN([sys.executable, "-c", "import time; time.sleep(60)"])
+    dead = POPEN([sys.executable, "-c", "pass"])
+    dead.wait()
+    try:
+        for cell, pid in ((cells[2], live.pid), (cells[3], dead.pid)):
+            run_dir = out / f"v{G.RESULTS_VERSION[cell.mode]}" / cell.name
+            run_dir.mkdir(parents=True)
+            (run_dir / A.LOCK).write_text(f"{pid} {socket.gethostname()}")
+        calls.clear()
+        monkeypatch.setattr(A.subprocess, "Popen", FakeTrain(calls))
+        A.execute(cells[2:], out, results, [], jobs=2)
+    finally:
+        live.kill()
+    assert [c[c.index("--mode") + 1] for c in calls] == [cells[3].mode]  # the live holder's cell did not run
+    assert not (results / f"{cells[2].name}.json").exists() and (results / f"{cells[3].name}.json").is_file()
+
+
+def test_an_interrupted_cell_stops_the_command_and_starts_no_other(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(A.subprocess, "Popen", FakeTrain(calls, finish=False, rc=130))
+    with pytest.raises(SystemExit, match="the same command continues"):
+        A.execute(G.grid()[:3], tmp_path / "out", tmp_path / "results", [])
+    assert len(calls) == 1 and not (tmp_path / "results").exists()
 
 
 def readme(root: Path, text: str = "# rlgpt\n\nbefore\n\n<!-- results:start -->\nold\n<!-- results:end -->\n\nafter\n"):
