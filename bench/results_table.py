@@ -19,7 +19,11 @@ from bench.grid import MODES, RESULTS_VERSION, TARGETS, VERSION_NOTES, Cell, cel
 
 SLOWLOOP_TITLE = ("**With and without the slow loop** (`--grid slowloop`): `rlgpt` (`--iterations 3`: the critic's "
                   "decisions change the next iteration) against `rlgpt-1iter` (`rlgpt` with `--iterations 1`: one "
-                  "plan, the critic never acts); training success at the budget and evaluation success as above.")
+                  "plan, the critic never acts); training success at the budget and evaluation success as above. "
+                  "Read the training columns: hundreds of episodes, both modes' worlds drawn from the same training "
+                  "stream. The evaluation columns are 8 episodes per seed on different worlds for the two modes "
+                  "(each iteration evaluates on its own unseen worlds, and the last evaluation is iteration 3's "
+                  "for `rlgpt`, iteration 1's for `rlgpt-1iter`).")
 SLOWLOOP_COLUMNS = [(f"{what}: {label}", mode, key) for key, what in (("train", "training"), ("eval", "evaluation"))
                     for mode, label in (("rlgpt", "with (`rlgpt`)"), ("rlgpt-1iter", "without (`rlgpt-1iter`)"))]
 # Quoted, not measured: ../shared/paper-notes.md (Crafter's scoreboard): (agent, env steps, score).
