@@ -315,22 +315,17 @@ class CrafterAPI(PrimitiveAPI):
     path (walking into lava is death). Every acting call takes real environment steps."""
 
     def _cell(self, dx: int, dy: int) -> str:
-        pos = self._env._crafter._player.pos + (dx, dy)
-        material, obj = self._env._crafter._world[pos]
-        if obj is not None:
-            name = type(obj).__name__.lower()
-            return "ripe_plant" if name == "plant" and obj.ripe else name
-        return material or "unknown"
+        x, y = self._env._crafter._player.pos.tolist()
+        return _name(*self._env._crafter._world[x + dx, y + dy])
 
     def view(self) -> list[list[str]]:
         """The visible 9x7 cells as names: view()[dy + 3][dx + 4]; the player is view()[3][4]."""
-        return [[self._cell(dx, dy) for dx in range(-4, 5)] for dy in range(-3, 4)]
+        world, (x, y) = self._env._crafter._world, self._env._crafter._player.pos.tolist()
+        return [[_name(*world[x + dx, y + dy]) for dx in range(-4, 5)] for dy in range(-3, 4)]
 
     def nearest(self, name: str) -> tuple[int, int] | None:
         """(dx, dy) of the closest visible cell holding `name` (walking distance ignored), or None."""
-        cells = [(abs(dx) + abs(dy), dx, dy) for dy in range(-3, 4) for dx in range(-4, 5)
-                 if (dx, dy) != (0, 0) and self._cell(dx, dy) == name]
-        return min(cells)[1:] if cells else None
+        return _nearest(self.view(), name)
 
     def inventory(self) -> dict[str, int]:
         """Counts of health, food, drink, energy, sapling, wood, stone, coal, iron, diamond and tools."""
@@ -399,7 +394,8 @@ class CrafterAPI(PrimitiveAPI):
 
     def _first_step(self, name: str) -> str | None:
         """Breadth-first search over the visible walkable cells; the first move towards `name`."""
-        grid = {(dx, dy): self._cell(dx, dy) for dy in range(-3, 4) for dx in range(-4, 5)}
+        view = self.view()
+        grid = {(dx, dy): view[dy + 3][dx + 4] for dy in range(-3, 4) for dx in range(-4, 5)}
         first: dict[tuple[int, int], str | None] = {(0, 0): None}
         queue = deque([(0, 0)])
         while queue:
@@ -412,6 +408,23 @@ class CrafterAPI(PrimitiveAPI):
                     first[nxt] = first[(x, y)] or word
                     queue.append(nxt)
         return None
+
+
+def _name(material: str | None, obj: object) -> str:
+    """A cell's name in the api: its creature or object if any, else its material ("unknown" off the world)."""
+    if obj is not None:
+        name = type(obj).__name__.lower()
+        return "ripe_plant" if name == "plant" and obj.ripe else name
+    return material or "unknown"
+
+
+# the visible cells but the player's, closest first (walking distance ignored), ties by dx, then dy
+_BY_DISTANCE = sorted((abs(dx) + abs(dy), dx, dy) for dy in range(-3, 4) for dx in range(-4, 5) if (dx, dy) != (0, 0))
+
+
+def _nearest(view: list[list[str]], name: object) -> tuple[int, int] | None:
+    """CrafterAPI.nearest over a view: the first cell holding `name` in _BY_DISTANCE's order."""
+    return next(((dx, dy) for _, dx, dy in _BY_DISTANCE if view[dy + 3][dx + 4] == name), None)
 
 
 def _direction(word: str) -> str:

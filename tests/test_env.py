@@ -232,3 +232,4 @@ def test_code_stats_count_the_reward_earned_inside_each_call():
     # a checkpoint from before this count existed resumes: the missing count starts at zero
     stats.restore(5, {"chop": {"chosen": 4, "ok": 1, "steps": 8, "errors": Counter()}})
     assert stats.summary()["chop"]["mean_reward"] == 0.0 and stats.totals()[1]["chop"]["steps"] == 8
+
