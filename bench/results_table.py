@@ -15,7 +15,18 @@ import numpy as np
 
 import env as E
 import report
-from bench.grid import MODES, RESULTS_VERSION, TARGETS, VERSION_NOTES, Cell, cell_of, fail, is_current, load
+from bench.grid import (
+    MODES,
+    RESULTS_VERSION,
+    SLOWLOOP_MODES,
+    TARGETS,
+    VERSION_NOTES,
+    Cell,
+    cell_of,
+    fail,
+    is_current,
+    load,
+)
 
 SLOWLOOP_TITLE = ("**With and without the slow loop** (`--grid slowloop`): `rlgpt` (`--iterations 3`: the critic's "
                   "decisions change the next iteration) against `rlgpt-1iter` (`rlgpt` with `--iterations 1`: one "
@@ -158,6 +169,24 @@ def why_missed(r: dict) -> str:
     return text + (f"; critic: \"{said}{cut}\"" if said else "")
 
 
+def pair_lines(current: dict[Cell, dict], slow: list[Cell]) -> list[str]:
+    """Per task and seed with both results: training success with the slow loop against without, and which
+    side is higher, so the mean's spread can be read seed by seed."""
+    lines = []
+    for task in dict.fromkeys(c.task for c in slow):
+        pairs = []
+        for seed in sorted({c.seed for c in slow if c.task == task}):
+            with_, without = (next((current[c]["train"]["success"] for c in slow if c in current
+                                    and (c.task, c.mode, c.seed) == (task, m, seed)), None) for m in SLOWLOOP_MODES)
+            if with_ is not None and without is not None:
+                pairs.append((seed, with_, without))
+        if pairs:
+            higher = sum(w > wo for _, w, wo in pairs)
+            lines.append(f"- {task}: " + "; ".join(f"s{s} {w:.2f} vs {wo:.2f}" for s, w, wo in pairs)
+                         + f" (with the loop higher in {higher} of {len(pairs)} seeds)")
+    return ["Training success per seed, with the slow loop vs without:", *lines, ""] if lines else []
+
+
 def loop_lines(current: dict[Cell, dict], slow: list[Cell]) -> list[str]:
     """What the slow loop did in each `rlgpt` run of the slow-loop grid, from its result file: per iteration
     the training success, then the critic's decisions and whether the next iteration kept them."""
@@ -236,7 +265,8 @@ def section(found: list[dict], cells: list[Cell], slow: list[Cell], md_dir: Path
                             current, cells, [(m, m, "eval") for m in MODES])]
     lines += plot_links(current, cells, md_dir, plot_dir) + crafter_lines(current, cells) + target_lines(current, cells)
     lines += missing_lines(current, cells) + ["", *success_table(SLOWLOOP_TITLE, current, slow, SLOWLOOP_COLUMNS)]
-    lines += plot_links(current, slow, md_dir, plot_dir) + loop_lines(current, slow) + missing_lines(current, slow)
+    lines += plot_links(current, slow, md_dir, plot_dir) + pair_lines(current, slow) + loop_lines(current, slow)
+    lines += missing_lines(current, slow)
     lines += [""]
     return "\n".join(lines + provenance(found, current) + [MARKERS[1]])
 
