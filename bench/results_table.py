@@ -150,6 +150,16 @@ def target_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
     return lines + [""]
 
 
+def iteration_text(prev: dict | None, it: dict) -> str:
+    """An iteration's training success, and what the critic's decisions after the previous one became."""
+    shown = f"{it['train']['success']:.2f} (n={it['train']['n']}"
+    if prev is None:
+        return shown + ")"
+    if not prev.get("decided"):
+        return shown + "; no change decided before it)"
+    return shown + (f"; the change {it['change'].split(':')[0]})" if it.get("change") else ")")
+
+
 def why_missed(r: dict) -> str:
     """One line from a result file: where its curve peaked and ended, and what its code actions did."""
     key = "success" if r["task"] != "crafter" else "achievements"
@@ -158,6 +168,10 @@ def why_missed(r: dict) -> str:
     if pts:
         best = max(pts, key=lambda p: p[key])
         text = f"curve peaked at {best[key]:.2f} (env step {best['step']}), ended at {pts[-1][key]:.2f}"
+    its = [it for it in r.get("iterations", []) if it.get("train")]
+    if its:
+        text += "; training success per iteration: " + ", ".join(
+            iteration_text(prev, it) for prev, it in zip([None, *its[:-1]], its, strict=True))
     last = r["iterations"][-1] if r.get("iterations") else {}
     weakest = sorted(last.get("code_actions", {}).items(), key=lambda kv: kv[1]["success_rate"])[:2]
     if weakest:

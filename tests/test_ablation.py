@@ -286,8 +286,10 @@ def test_targets_are_met_missed_or_not_measured_and_a_miss_quotes_its_logs(tmp_p
     pickaxe = fake_result(results, G.Cell("make_wood_pickaxe", "rlgpt", 2, 200_000), 0.5, 30)
     pickaxe["curve"][3]["success"] = 0.75  # the curve peaked before the end
     pickaxe["iterations"] = [
-        {"iteration": 1, "code_actions": {}, "critic": "place_table returned True in only 0.1 of 50 calls"},
-        {"iteration": 2, "critic": None, "code_actions": {
+        {"iteration": 1, "code_actions": {}, "critic": "place_table returned True in only 0.1 of 50 calls",
+         "train": {"success": 0.4, "n": 20}, "decided": ["place_table: try variant once"], "change": None},
+        {"iteration": 2, "critic": None, "train": {"success": 0.5, "n": 30}, "decided": [],
+         "change": "rolled back: success 0.5: worse", "code_actions": {
             "chop_tree": {"chosen": 900, "success_rate": 0.9, "error": None},
             "place_table_v2": {"chosen": 120, "success_rate": 0.25, "error": "line 4: IndexError: out of range"},
             "make_wood_pickaxe": {"chosen": 60, "success_rate": 0.5, "error": None}}}]
@@ -302,6 +304,7 @@ def test_targets_are_met_missed_or_not_measured_and_a_miss_quotes_its_logs(tmp_p
     assert row_of(text, "crafter, rlgpt", "Crafter score")[0][2:] == ["30", "31.00 (n=1, 500 ep)", "met"]
     assert row_of(text, "crafter, rlgpt", "collect_diamond (% of episodes)")[0][3:] == ["4.50 (n=1, 500 ep)", "missed"]
     assert ("- make_wood_pickaxe__rlgpt__s2__200000: curve peaked at 0.75 (env step 80000), ended at 0.50; "
+            "training success per iteration: 0.40 (n=20), 0.50 (n=30; the change rolled back); "
             "iteration 2: place_table_v2 0.25 of 120 calls (commonest error: line 4: IndexError: out of range), "
             'make_wood_pickaxe 0.50 of 60 calls; critic: "place_table returned True in only 0.1 of 50 calls"\n') in text
     assert "- crafter__rlgpt__s1__1000000" in text and "collect_wood__rlgpt__s1" not in text.split("**Targets**")[1]
