@@ -196,7 +196,7 @@ def pair_lines(current: dict[Cell, dict], slow: list[Cell]) -> list[str]:
                 pairs.append((seed, with_, without))
         if pairs:
             higher = sum(w > wo for _, w, wo in pairs)
-            lines.append(f"- {task}: " + "; ".join(f"s{s} {w:.2f} vs {wo:.2f}" for s, w, wo in pairs)
+            lines.append(f"- {task}: " + "; ".join(f"s{s} {w:.3f} vs {wo:.3f}" for s, w, wo in pairs)
                          + f" (with the loop higher in {higher} of {len(pairs)} seeds)")
     return ["Training success per seed, with the slow loop vs without:", *lines, ""] if lines else []
 

@@ -416,8 +416,8 @@ def test_slowloop_grid_runs_rlgpt_with_3_iterations_against_1_and_has_its_own_ta
            "- collect_iron (300000): rlgpt s1 s2 s3; rlgpt-1iter s1 s2 s3\n" in text
     assert "Not in a grid" not in text and "![make_stone_pickaxe](docs/results_make_stone_pickaxe.png)" in text
     assert "What the slow loop did" not in text  # no result kept its iterations: nothing to say
-    assert ("Training success per seed, with the slow loop vs without:\n- make_stone_pickaxe: s1 0.60 vs 0.30; "
-            "s2 0.70 vs 0.40 (with the loop higher in 2 of 2 seeds)\n") in text and "- collect_iron:" not in text
+    assert ("Training success per seed, with the slow loop vs without:\n- make_stone_pickaxe: s1 0.600 vs 0.300; "
+            "s2 0.700 vs 0.400 (with the loop higher in 2 of 2 seeds)\n") in text and "- collect_iron:" not in text
     looped = fake_result(results, slow[0], 0.5, 10)
     looped["iterations"] = [
         {"iteration": 1, "train": {"success": 0.25, "n": 40}, "change": None, "decided": ["a: try variant b"]},
