@@ -216,8 +216,10 @@ def loop_lines(current: dict[Cell, dict], slow: list[Cell]) -> list[str]:
             if it.get("change"):
                 done += f", the change {it['change'].split(':')[0]}"
             steps.append(done)
-            if it is not its[-1]:
-                steps.append("decided: " + "; ".join(it["decided"]) if it.get("decided") else "no change decided")
+            if it is not its[-1]:  # after a rollback the critic is not asked: the restored plan trains again
+                steps.append("decided: " + "; ".join(it["decided"]) if it.get("decided") else
+                             "the previous plan trains again" if (it.get("change") or "").startswith("rolled back")
+                             else "no change decided")
         lines.append(f"- {c.name}: " + " -> ".join(steps))
     if not lines:
         return []

@@ -427,4 +427,4 @@ def test_slowloop_grid_runs_rlgpt_with_3_iterations_against_1_and_has_its_own_ta
     A.write_json(results / f"{slow[0].name}.json", looped)
     assert A.main(["--table"]) == 0
     assert (f"- {slow[0].name}: iteration 1: 0.25 (n=40) -> decided: a: try variant b -> iteration 2: 0.12 (n=48), "
-            "the change rolled back -> no change decided -> iteration 3: 0.30 (n=50)\n") in md.read_text()
+            "the change rolled back -> the previous plan trains again -> iteration 3: 0.30 (n=50)\n") in md.read_text()
