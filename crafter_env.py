@@ -325,7 +325,8 @@ class CrafterAPI(PrimitiveAPI):
 
     def nearest(self, name: str) -> tuple[int, int] | None:
         """(dx, dy) of the closest visible cell holding `name` (walking distance ignored), or None."""
-        return _nearest(self.view(), name)
+        view = self.view()
+        return next(((dx, dy) for _, dx, dy in _BY_DISTANCE if view[dy + 3][dx + 4] == name), None)
 
     def inventory(self) -> dict[str, int]:
         """Counts of health, food, drink, energy, sapling, wood, stone, coal, iron, diamond and tools."""
@@ -420,11 +421,6 @@ def _name(material: str | None, obj: object) -> str:
 
 # the visible cells but the player's, closest first (walking distance ignored), ties by dx, then dy
 _BY_DISTANCE = sorted((abs(dx) + abs(dy), dx, dy) for dy in range(-3, 4) for dx in range(-4, 5) if (dx, dy) != (0, 0))
-
-
-def _nearest(view: list[list[str]], name: object) -> tuple[int, int] | None:
-    """CrafterAPI.nearest over a view: the first cell holding `name` in _BY_DISTANCE's order."""
-    return next(((dx, dy) for _, dx, dy in _BY_DISTANCE if view[dy + 3][dx + 4] == name), None)
 
 
 def _direction(word: str) -> str:
