@@ -275,7 +275,7 @@ def serve(conn: Connection) -> None:
     while True:
         try:
             _, source, entry, names, time_limit = pickle.loads(conn.recv_bytes())
-        except EOFError:
+        except (EOFError, OSError):  # the trainer closed the socket, or died (killed) with bytes unread
             return
         if (source, entry) not in functions:
             if len(functions) >= _CACHED_ACTIONS:

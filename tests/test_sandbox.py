@@ -8,7 +8,10 @@ replaced while the trainer carries on.
 
 import builtins
 import os
+import select
 import signal
+import socket
+import subprocess
 import sys
 import threading
 import time
@@ -525,3 +528,16 @@ def test_a_fresh_workers_start_up_is_not_charged_to_the_first_run(monkeypatch):
         assert result.returned is True and result.stopped is None, result
     finally:
         w.close()
+
+
+def test_a_worker_whose_trainer_dies_leaves_quietly():
+    """A trainer killed (timeout, OOM) before reading the worker's "ready" resets the socket: the
+    worker must exit 0 without a traceback on the user's terminal."""
+    ours, theirs = socket.socketpair()
+    proc = subprocess.Popen([sys.executable, "-E", "-s", sandbox_host._WORKER, str(theirs.fileno())],
+                            pass_fds=[theirs.fileno()], stderr=subprocess.PIPE)
+    theirs.close()
+    select.select([ours], [], [], 30)  # its "ready" has arrived: closing now, unread, resets the socket
+    ours.close()
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0 and err == b"", err.decode()
