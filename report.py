@@ -80,8 +80,10 @@ def write_gif(path: Path, frames: list[np.ndarray]) -> None:
     imageio.mimsave(path, [_upscale(f) for f in frames], duration=0.1, loop=0)
 
 
-def plot(curves: dict[str, list[tuple[np.ndarray, np.ndarray]]], path: Path, title: str) -> None:
-    """Success rate against env steps, one line per label: the mean over its runs and the spread."""
+def plot(curves: dict[str, list[tuple[np.ndarray, np.ndarray]]], path: Path, title: str,
+         ylabel: str = "training success rate", rate: bool = True) -> None:
+    """A training measure against env steps, one line per label: the mean over its runs and the spread.
+    `rate`: the measure is a rate in [0, 1] (else, e.g. achievements per episode, the axis fits the data)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -98,8 +100,9 @@ def plot(curves: dict[str, list[tuple[np.ndarray, np.ndarray]]], path: Path, tit
         if len(runs) > 1:
             ax.fill_between(grid, ys.min(0), ys.max(0), alpha=0.2)
     ax.set_xlabel("env steps (every primitive step, code actions' included)")
-    ax.set_ylabel("training success rate")
-    ax.set_ylim(-0.02, 1.02)
+    ax.set_ylabel(ylabel)
+    if rate:
+        ax.set_ylim(-0.02, 1.02)
     ax.set_title(title)
     ax.legend(loc="lower right")
     fig.tight_layout()

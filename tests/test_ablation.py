@@ -276,6 +276,21 @@ def test_table_shows_mean_spread_and_counts_lists_missing_and_stale_cells(tmp_pa
     assert "| collect_wood | 90.0 |" in text and len(row_of(text, "0.0")) == 21
     assert "![collect_wood](docs/results_collect_wood.png)" in text and "results_place_table" not in text  # no curve
     assert (tmp_path / "docs" / "results_collect_wood.png").stat().st_size > 1000
+    assert "results_crafter" not in text  # its curve has no episode yet
+
+
+def test_crafter_curve_is_plotted_under_its_scores_on_its_own_scale(tmp_path, monkeypatch):
+    monkeypatch.setattr(A, "ROOT", tmp_path)
+    md, results = readme(tmp_path), tmp_path / "bench" / "results"
+    rates = dict.fromkeys(E.ACHIEVEMENTS, 0.0) | {"collect_wood": 90.0}
+    for mode, per_episode in (("rl", 3.5), ("rlgpt", 7.25)):  # achievements per episode: not a rate in [0, 1]
+        fake_result(results, G.Cell("crafter", mode, 1, 1_000_000), per_episode, 40,
+                    crafter={"score": per_episode, "episodes": 400, "achievements": rates})
+    assert A.main(["--table"]) == 0
+    text = md.read_text()
+    link = "![crafter](docs/results_crafter.png)"
+    assert text.index("| collect_wood | 90.0 | 90.0 |") < text.index(link) < text.index("**Targets**")
+    assert (tmp_path / "docs" / "results_crafter.png").stat().st_size > 1000
 
 
 def test_targets_are_met_missed_or_not_measured_and_a_miss_quotes_its_logs(tmp_path, monkeypatch):
