@@ -20,6 +20,7 @@ import distributed as D
 import env as E
 import ppo as P
 from core import SubAction
+from policy import Agent
 
 # ----------------------------------------------------------------------------------------------
 # Code actions across iterations: append-only, so PPO's action indices never change meaning.
@@ -128,7 +129,7 @@ class CodeStats:
 # Evaluation and the whole-task program of --mode code.
 
 
-def evaluate(agent: P.Agent, args, library: Library, mask: np.ndarray, iteration: int, gamma: float,
+def evaluate(agent: Agent, args, library: Library, mask: np.ndarray, iteration: int, gamma: float,
              fixed_action: int | None = None) -> dict:
     """Fresh worlds from the evaluation seed stream (training never plays them), the sampled policy;
     returns Crafter rows of the episodes, the frames of the first episode (for the GIF) and of the

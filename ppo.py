@@ -7,10 +7,12 @@ Huang et al. ("The 37 implementation details of PPO") with three additions:
     sum_i gamma^i r_i (env.CodeActions computes it), its bootstrap is discounted by gamma^k and the GAE
     trace by (gamma * lambda)^k (see compute_gae),
   * truncated episodes bootstrap from V(final_obs) instead of being treated as terminal,
-  * `Agent.extend(k)` adds k logits without changing the old ones; PPO pads the Adam moments.
+  * `Agent.extend(k)` (policy.py, the network) adds k logits without changing the old ones; PPO pads
+    the Adam moments.
 
 Use it from Python (train.py calls train() once per RL-GPT iteration, on the same envs):
 
+    from policy import Agent
     agent = Agent(envs.single_observation_space, envs.single_action_space.n)
     ppo = PPO(agent, PPOConfig(), device="cuda", total_steps=1_000_000)
     stats = ppo.train(envs, 100_000, on_log=lambda metrics, step: ...)
@@ -34,11 +36,9 @@ import gymnasium as gym
 import numpy as np
 import torch
 import torch.nn as nn
-from torch.distributions import Categorical
 
 import distributed as D
-
-MASKED_LOGIT = -1e8  # finite, so softmax/entropy stay NaN-free; exp() underflows to exactly 0
+from policy import Agent, Obs
 
 
 @dataclass
@@ -76,128 +76,6 @@ class PPOConfig:
     precision: str = "auto"
     """fp32 | bf16 | auto: the update's CNN in bfloat16 (torch.autocast) on CPUs with bf16 units, where it
     measured ~1.5x faster and learned the same (README); fp32 elsewhere. Acting and the heads stay fp32"""
-
-
-def layer_init(layer: nn.Module, std: float = np.sqrt(2), bias_const: float = 0.0) -> nn.Module:
-    """Orthogonal init (CleanRL): keeps activations' scale through ReLU stacks."""
-    nn.init.orthogonal_(layer.weight, std)
-    nn.init.constant_(layer.bias, bias_const)
-    return layer
-
-
-Obs = torch.Tensor | dict[str, torch.Tensor]
-
-
-def sample(probs: torch.Tensor) -> torch.Tensor:
-    """Inverse-CDF sampling from (B, A) probs with uniforms drawn from the CPU generator, so a CUDA
-    run samples the same actions as a CPU run of the same seed. Zero-probability (masked) actions
-    can never be drawn: the CDF does not rise at them (the clamp guards u rounding up to the total)."""
-    cdf = probs.cumsum(-1)  # (B, A)
-    total = cdf[:, -1:]
-    u = torch.rand(probs.shape[0], 1).to(probs.device, non_blocking=True) * total
-    last = (cdf < total).sum(-1)  # the last action with non-zero probability
-    return torch.minimum((cdf <= u).sum(-1), last)
-
-
-class Agent(nn.Module):
-    """Actor-critic. Dict(image, inventory) -> Nature CNN + inventory MLP shared by both heads;
-    Box -> separate tanh MLPs for actor and critic (CleanRL's ppo.py, robust on CartPole)."""
-
-    def __init__(self, obs_space: gym.Space, n_actions: int):
-        super().__init__()
-        self.n_actions = n_actions
-        if isinstance(obs_space, gym.spaces.Dict):
-            h, w, c = obs_space["image"].shape
-            self.cnn = nn.Sequential(
-                layer_init(nn.Conv2d(c, 32, 8, stride=4)), nn.ReLU(),  # (B, 32, 15, 15)
-                layer_init(nn.Conv2d(32, 64, 4, stride=2)), nn.ReLU(),  # (B, 64, 6, 6)
-                layer_init(nn.Conv2d(64, 64, 3, stride=1)), nn.ReLU(),  # (B, 64, 4, 4)
-                nn.Flatten(),
-            )
-            with torch.no_grad():
-                n_flat = self.cnn(torch.zeros(1, c, h, w)).shape[1]
-            n_inv = obs_space["inventory"].shape[0]
-            self.inv_scale = float(np.max(obs_space["inventory"].high))
-            self.inv_mlp = nn.Sequential(layer_init(nn.Linear(n_inv, 64)), nn.ReLU())
-            self.body = nn.Sequential(layer_init(nn.Linear(n_flat + 64, 512)), nn.ReLU())
-            self.actor = nn.Sequential(layer_init(nn.Linear(512, n_actions), std=0.01))
-            self.critic = nn.Sequential(layer_init(nn.Linear(512, 1), std=1.0))
-        else:
-            n_in = int(np.prod(obs_space.shape))
-            self.cnn = None
-
-            def mlp(n_out: int, std: float) -> nn.Sequential:
-                return nn.Sequential(
-                    layer_init(nn.Linear(n_in, 64)), nn.Tanh(),
-                    layer_init(nn.Linear(64, 64)), nn.Tanh(),
-                    layer_init(nn.Linear(64, n_out), std=std),
-                )
-
-            self.actor, self.critic = mlp(n_actions, 0.01), mlp(1, 1.0)
-
-    def features(self, obs: Obs) -> torch.Tensor:
-        """Shared features for both heads; uint8 pixels are scaled here so storage stays uint8. Under autocast
-        they go straight to bfloat16 (the same numbers), sparing the update an fp32 copy and its cast (~1/5)."""
-        if self.cnn is None:
-            return obs.float().flatten(1)
-        dev = obs["image"].device.type
-        dtype = torch.get_autocast_dtype(dev) if torch.is_autocast_enabled(dev) else torch.float32
-        img = obs["image"].permute(0, 3, 1, 2).to(dtype).div_(255.0)  # (B, C, H, W), channels_last in memory
-        inv = obs["inventory"].float() / self.inv_scale
-        return self.body(torch.cat([self.cnn(img), self.inv_mlp(inv)], dim=1))
-
-    def get_value(self, obs: Obs) -> torch.Tensor:
-        return self.critic(self.features(obs)).squeeze(-1)
-
-    def logits(self, obs: Obs, mask: torch.Tensor | None = None) -> torch.Tensor:
-        """Masked logits: torch.where gives masked entries a constant, hence no gradient."""
-        logits = self.actor(self.features(obs))
-        return logits if mask is None else torch.where(mask, logits, MASKED_LOGIT)
-
-    def get_action_and_value(self, obs: Obs, action: torch.Tensor | None = None,
-                             mask: torch.Tensor | None = None, bf16: bool = False):
-        """Returns (action, logprob, entropy, value); samples an action when none is given.
-        bf16: the shared features under bfloat16 autocast; the heads, log-probs and value stay fp32, so
-        PPO's ratio exp(new - old logprob) is not rounded to bfloat16's 8 bits of mantissa."""
-        with torch.autocast(self.actor[-1].weight.device.type, dtype=torch.bfloat16, enabled=bf16):
-            f = self.features(obs)
-        f = f.float()
-        logits = self.actor(f)
-        if mask is not None:
-            logits = torch.where(mask, logits, MASKED_LOGIT)
-        dist = Categorical(logits=logits, validate_args=False)  # its argument checks cost ~0.2 ms a call
-        if action is None:
-            action = sample(dist.probs)
-        return action, dist.log_prob(action), dist.entropy(), self.critic(f).squeeze(-1)
-
-    @torch.no_grad()
-    def extend(self, k: int, prior: float = 0.05, obs: Obs | None = None, mask: np.ndarray | None = None,
-               copy_from: list[int | None] | None = None) -> None:
-        """Add k actions. Old rows are untouched, so old logits are unchanged for every input.
-
-        New action i starts as a copy of old action copy_from[i] (weights and bias) when that is given:
-        a rewritten code action (v2) does v1's job, so what the policy learned about when to call v1
-        carries over instead of being learned again from a fresh row. Every other new row gets zero
-        weights and a bias = mean logsumexp(old logits) + log(p / (1 - n p)) (n: the fresh rows), so on
-        `obs` (or, without obs, where the last layer's input is 0) each has probability ~= `prior`.
-        The logsumexp runs over the old actions `mask` allows ((n_old,) or (B, n_old) bool) only: masked
-        actions carry no probability, and counting their logits would give the new action less than
-        `prior`. The parameters are resized in place, so an optimizer keeps referencing them; PPO pads
-        its Adam moments on the next train() call."""
-        copy_from = list(copy_from) if copy_from is not None else [None] * k
-        fresh = sum(c is None for c in copy_from)
-        assert k >= 0 and len(copy_from) == k and 0 <= fresh * prior < 1, "need 0 <= fresh * prior < 1"
-        head = self.actor[-1]
-        old_logits = self.actor(self.features(obs)) if obs is not None else head.bias[None]
-        if mask is not None:
-            old_logits = torch.where(torch.as_tensor(mask, device=old_logits.device), old_logits, MASKED_LOGIT)
-        bias = torch.logsumexp(old_logits, dim=1).mean() + np.log(prior / (1 - fresh * prior))
-        rows = [(head.weight[c], head.bias[c]) if c is not None else (head.weight.new_zeros(head.in_features), bias)
-                for c in copy_from]
-        if rows:
-            head.weight.data = torch.cat([head.weight, torch.stack([w for w, _ in rows])])
-            head.bias.data = torch.cat([head.bias, torch.stack([b for _, b in rows])])
-        head.out_features = self.n_actions = self.n_actions + k
 
 
 def compute_gae(rewards: torch.Tensor, values: torch.Tensor, next_values: torch.Tensor,

@@ -52,6 +52,7 @@ from core import Plan, api_doc
 from critic import Feedback, rollback_if_worse, stall_shares
 from fast_agent import FastAgent
 from llm import LLMError
+from policy import Agent
 from run_dir import IterationTally, save  # save by name: tests patch train.save to stop a run mid-iteration
 from slow_agent import AgentError, SlowAgent
 
@@ -291,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
 
     probe = E.make_env(args.task, crafter_impl=args.crafter_impl)
     n_base, base_actions = probe.action_space.n, E.get_task(args.task).actions  # code actions come after them
-    agent = P.Agent(probe.observation_space, n_base)
+    agent = Agent(probe.observation_space, n_base)
     api = type(probe.unwrapped.make_api(0))
     doc = api_doc(api)
     probe.close()

@@ -15,7 +15,8 @@ import numpy as np
 import torch
 
 import env as rl_env
-from ppo import PPO, Agent, PPOConfig, seed_everything
+from policy import Agent
+from ppo import PPO, PPOConfig, seed_everything
 
 KEYS = ["losses/policy_loss", "losses/value_loss", "losses/entropy", "losses/approx_kl",
         "losses/clipfrac", "losses/explained_variance"]

@@ -17,7 +17,8 @@ import numpy as np
 import torch
 
 import env as rl_env
-from ppo import PPO, Agent, PPOConfig, seed_everything
+from policy import Agent
+from ppo import PPO, PPOConfig, seed_everything
 
 
 def main() -> None:

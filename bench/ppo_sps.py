@@ -28,7 +28,8 @@ import numpy as np
 import torch
 
 import env as rl_env
-from ppo import PPO, Agent, PPOConfig, seed_everything, use_bf16
+from policy import Agent
+from ppo import PPO, PPOConfig, seed_everything, use_bf16
 
 
 class TimedVecEnv(gym.vector.VectorWrapper):

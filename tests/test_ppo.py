@@ -1,4 +1,4 @@
-"""Tests for ppo.py: GAE, rollout bookkeeping, masks, extend(), checkpoints, and CartPole learning.
+"""Tests for ppo.py and policy.py: GAE, rollout bookkeeping, masks, extend(), checkpoints, and CartPole learning.
 
 Run: python -m pytest -q tests/test_ppo.py
 """
@@ -12,7 +12,8 @@ import distributed as D
 import env as E
 import ppo as ppo_mod
 from core import PrimitiveAPI
-from ppo import PPO, Agent, PPOConfig, compute_gae, seed_everything
+from policy import Agent
+from ppo import PPO, PPOConfig, compute_gae, seed_everything
 from run_dir import load_checkpoint, save_checkpoint
 
 SAME_STEP = gym.vector.AutoresetMode.SAME_STEP

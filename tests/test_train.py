@@ -21,6 +21,7 @@ import ppo as P
 import run_dir as RD
 import train
 from code_actions import Library, grow_actions
+from policy import Agent
 from tests.fake_llm import FakeLLMServer, Fault, server_error
 
 KEY = "sk-test-SECRET-never-written"
@@ -251,7 +252,7 @@ def test_a_rewritten_code_action_starts_from_its_old_logit_row(tmp_path):
     run = {"dir": tmp_path, "world": 1, "rank": 0}
     cfg = P.PPOConfig()
     run["envs"] = RD.make_train_envs(args, run, cfg, Library())
-    agent = P.Agent(run["envs"].single_observation_space, 17)
+    agent = Agent(run["envs"].single_observation_space, 17)
     ppo = P.PPO(agent, cfg)
     grow_actions(ppo, run["envs"], library, 17, library.mask(E.ACTIONS, []))
     with torch.no_grad():
