@@ -67,9 +67,15 @@ def success_table(title: str, current: dict[Cell, dict], cells: list[Cell], colu
     return lines + [""]
 
 
+def curve_key(task: str) -> str:
+    """What a result's curve points hold: the success rate, or for crafter the achievements unlocked per episode."""
+    return "achievements" if task == "crafter" else "success"
+
+
 def plotted(current: dict[Cell, dict]) -> list[str]:
-    """The tasks with a curve to plot (crafter's: achievements unlocked per episode)."""
-    return list(dict.fromkeys(c.task for c, r in current.items() if any(p["success"] is not None for p in r["curve"])))
+    """The tasks with a curve to plot."""
+    return list(dict.fromkeys(c.task for c, r in current.items()
+                              if any(p[curve_key(c.task)] is not None for p in r["curve"])))
 
 
 def plot_links(current: dict[Cell, dict], cells: list[Cell], md_dir: Path, plot_dir: Path) -> list[str]:
@@ -84,11 +90,12 @@ def write_plots(current: dict[Cell, dict], plot_dir: Path) -> None:
     plot_dir.mkdir(parents=True, exist_ok=True)
     for task in plotted(current):
         curves: dict[str, list] = {}
+        key = curve_key(task)
         for cell, r in current.items():
-            pts = [p for p in r["curve"] if p["success"] is not None]
-            if cell.task == task and pts:
+            pts = [p for p in r["curve"] if cell.task == task and p[key] is not None]
+            if pts:
                 curves.setdefault(cell.mode, []).append((np.array([p["step"] for p in pts], dtype=float),
-                                                         np.array([p["success"] for p in pts])))
+                                                         np.array([p[key] for p in pts])))
         versions = ", ".join(f"{m} v{RESULTS_VERSION[m]}" for m in curves)
         crafter = {"ylabel": "achievements unlocked per training episode (of 22)", "rate": False}
         report.plot(curves, plot_dir / f"results_{task}.png", f"{task}: results versions {versions}",
@@ -164,7 +171,7 @@ def iteration_text(prev: dict | None, it: dict) -> str:
 
 def why_missed(r: dict) -> str:
     """One line from a result file: where its curve peaked and ended, and what its code actions did."""
-    key = "success" if r["task"] != "crafter" else "achievements"
+    key = curve_key(r["task"])
     pts = [p for p in r["curve"] if p.get(key) is not None]
     text = ""
     if pts:

@@ -47,10 +47,11 @@ def fake_result(results: Path, cell: G.Cell, success: float | None, n: int, *, v
                 commit: str = "abc", crafter: dict | None = None) -> dict:
     """A result file as result_of writes it (only the fields the table reads are meaningful); by default
     at its mode's current version."""
+    measure = "achievements" if cell.task == "crafter" else "success"  # what crafter's curve points hold
     r = {"results_version": G.RESULTS_VERSION[cell.mode] if version is None else version, "task": cell.task,
          "mode": cell.mode, "seed": cell.seed, "budget": cell.budget,
          "commit": commit, "dirty": False, "machine": {"cpu": "fake cpu", "cores": 2, "gpu": None},
-         "curve": [{"step": cell.budget * k // A.POINTS, "n": n, "success": success} for k in range(1, A.POINTS + 1)],
+         "curve": [{"step": cell.budget * k // A.POINTS, "n": n, measure: success} for k in range(1, A.POINTS + 1)],
          "train": {"n": n, "success": success}, "eval": {"n": 8, "success": success}}
     if crafter is not None:
         r["crafter"] = crafter
@@ -280,17 +281,21 @@ def test_table_shows_mean_spread_and_counts_lists_missing_and_stale_cells(tmp_pa
 
 
 def test_crafter_curve_is_plotted_under_its_scores_on_its_own_scale(tmp_path, monkeypatch):
+    """From result files as result_of writes them for crafter (curve points hold achievements per episode),
+    with a missed score target, so its miss line is written from the same curve."""
     monkeypatch.setattr(A, "ROOT", tmp_path)
     md, results = readme(tmp_path), tmp_path / "bench" / "results"
-    rates = dict.fromkeys(E.ACHIEVEMENTS, 0.0) | {"collect_wood": 90.0}
-    for mode, per_episode in (("rl", 3.5), ("rlgpt", 7.25)):  # achievements per episode: not a rate in [0, 1]
-        fake_result(results, G.Cell("crafter", mode, 1, 1_000_000), per_episode, 40,
-                    crafter={"score": per_episode, "episodes": 400, "achievements": rates})
+    for mode, got in (("rl", 2), ("rlgpt", 5)):  # achievements per episode: not a rate in [0, 1]
+        cell = G.Cell("crafter", mode, 1, 1_000_000)
+        unlocked = [{a: 1 for a in E.ACHIEVEMENTS[:got]}] * 20
+        A.write_json(results / f"{cell.name}.json", A.result_of(cell, fake_run(tmp_path / mode, cell, [50_000] * 20,
+                                                                                unlocked)))
     assert A.main(["--table"]) == 0
     text = md.read_text()
     link = "![crafter](docs/results_crafter.png)"
-    assert text.index("| collect_wood | 90.0 | 90.0 |") < text.index(link) < text.index("**Targets**")
+    assert text.index(f"| {E.ACHIEVEMENTS[0]} | 100.0 | 100.0 |") < text.index(link) < text.index("**Targets**")
     assert (tmp_path / "docs" / "results_crafter.png").stat().st_size > 1000
+    assert "crafter__rlgpt__s1__1000000: curve peaked at 5.00 (env step 100000), ended at 5.00" in text
 
 
 def test_targets_are_met_missed_or_not_measured_and_a_miss_quotes_its_logs(tmp_path, monkeypatch):
