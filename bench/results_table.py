@@ -257,7 +257,8 @@ def provenance(found: list[dict], current: dict[Cell, dict]) -> list[str]:
     lines += ["Not in a grid, not shown: " + ", ".join(cell_of(r).name for r in outside) + ".", ""] if outside else []
     if current:
         def count(key) -> str:
-            return "; ".join(f"{k} ({n} cells)" for k, n in sorted(Counter(map(key, current.values())).items()))
+            counts = sorted(Counter(map(key, current.values())).items())
+            return "; ".join(f"{k} ({n} cell{'s' * (n != 1)})" for k, n in counts)
         lines += ["Measured on: " + count(lambda r: f"{r['machine']['cpu']}, {r['machine']['cores']} cores"
                                             + (f", {r['machine']['gpu']}" if r["machine"].get("gpu") else "")),
                   "At commits: " + count(lambda r: r["commit"][:10] + (" (dirty)" if r["dirty"] else ""))]
