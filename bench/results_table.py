@@ -151,8 +151,8 @@ def target_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
         status = ("not measured yet" if not known else ("met" if np.mean(known) >= aim else "missed")
                   + (f" ({len(ran)} of {planned} seeds run)" if len(ran) < planned else ""))
         lines.append(f"| {task}, {mode} | {label} | {aim:g} | {mean_sd(values)} | {status} |")
-        if status.startswith("missed"):
-            evidence += [f"- {c.name}: {why_missed(r)}" for c, r in ran]
+        if status.startswith("missed"):  # a run missing two targets (crafter's) is described once
+            evidence += [line for c, r in ran if (line := f"- {c.name}: {why_missed(r)}") not in evidence]
     if evidence:
         lines += ["", "From the missed targets' own logs (the curve; the last iteration's weakest code actions, "
                       "by the share of calls that returned True; the last critic summary):", *evidence]
@@ -176,10 +176,14 @@ def why_missed(r: dict) -> str:
     text = ""
     if pts:
         best = max(pts, key=lambda p: p[key])
-        text = f"curve peaked at {best[key]:.2f} (env step {best['step']}), ended at {pts[-1][key]:.2f}"
+        unit = " (achievements unlocked per episode)" if key == "achievements" else ""
+        text = f"curve{unit} peaked at {best[key]:.2f} (env step {best['step']}), ended at {pts[-1][key]:.2f}"
     its = [it for it in r.get("iterations", []) if it.get("train")]
     if its:
-        text += "; training success per iteration: " + ", ".join(
+        goal = E.get_task(r["task"]).achievement  # None: no single goal, so no episode counts as a success
+        what = "training success" + ("" if goal else " (none can succeed: this task has no single goal, so the "
+                                     "critic's keep-or-roll-back rule compares 0 with 0)")
+        text += f"; {what} per iteration: " + ", ".join(
             iteration_text(prev, it) for prev, it in zip([None, *its[:-1]], its, strict=True))
     last = r["iterations"][-1] if r.get("iterations") else {}
     weakest = sorted(last.get("code_actions", {}).items(), key=lambda kv: kv[1]["success_rate"])[:2]
