@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -103,8 +104,8 @@ def plot(curves: dict[str, list[tuple[np.ndarray, np.ndarray]]], path: Path, tit
     ax.set_ylabel(ylabel)
     if rate:
         ax.set_ylim(-0.02, 1.02)
-    ax.set_title(title)
-    ax.legend(loc="lower right")
+    ax.set_title("\n".join(textwrap.wrap(title, 64)), fontsize=10)  # long titles wrap instead of running off
+    ax.legend(loc="best")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
