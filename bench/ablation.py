@@ -49,6 +49,7 @@ from bench.grid import (
     SLOWLOOP,
     SLOWLOOP_MODES,
     Cell,
+    curve_key,
     grid,
     is_current,
     read_result,
@@ -89,13 +90,13 @@ def curve(eps: list[tuple[int, dict]], cell: Cell) -> list[dict]:
     for k in range(1, POINTS + 1):
         lo, hi = cell.budget * (k - 1) // POINTS, cell.budget * k // POINTS
         window = [row for pos, row in eps if lo < pos <= hi]
-        if cell.task == "crafter":
+        key = curve_key(cell.task)
+        if key == "achievements":
             value = [sum(v > 0 for a, v in row.items() if a.startswith("achievement_")) for row in window]
-            points.append({"step": hi, "n": len(window),
-                           "achievements": round(float(np.mean(value)), 3) if window else None})
+            points.append({"step": hi, "n": len(window), key: round(float(np.mean(value)), 3) if window else None})
         else:
             ok = [succeeded(row, cell.task) for row in window]
-            points.append({"step": hi, "n": len(window), "success": round(float(np.mean(ok)), 4) if ok else None})
+            points.append({"step": hi, "n": len(window), key: round(float(np.mean(ok)), 4) if ok else None})
     return points
 
 

@@ -59,6 +59,11 @@ class Cell:
         return f"{self.task}__{self.mode}__s{self.seed}__{self.budget}"
 
 
+def curve_key(task: str) -> str:
+    """What a result's curve points hold: the success rate, or for crafter the achievements unlocked per episode."""
+    return "achievements" if task == "crafter" else "success"
+
+
 def grid(quick: bool = False) -> list[Cell]:
     """Cheap tasks first, all modes of a seed together, so a long ablation has a complete small table
     early; crafter (two modes, seed 1) last."""

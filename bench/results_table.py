@@ -23,6 +23,7 @@ from bench.grid import (
     VERSION_NOTES,
     Cell,
     cell_of,
+    curve_key,
     fail,
     is_current,
     load,
@@ -67,11 +68,6 @@ def success_table(title: str, current: dict[Cell, dict], cells: list[Cell], colu
     return lines + [""]
 
 
-def curve_key(task: str) -> str:
-    """What a result's curve points hold: the success rate, or for crafter the achievements unlocked per episode."""
-    return "achievements" if task == "crafter" else "success"
-
-
 def plotted(current: dict[Cell, dict]) -> list[str]:
     """The tasks with a curve to plot."""
     return list(dict.fromkeys(c.task for c, r in current.items()
@@ -97,9 +93,9 @@ def write_plots(current: dict[Cell, dict], plot_dir: Path) -> None:
                 curves.setdefault(cell.mode, []).append((np.array([p["step"] for p in pts], dtype=float),
                                                          np.array([p[key] for p in pts])))
         versions = ", ".join(f"{m} v{RESULTS_VERSION[m]}" for m in curves)
-        crafter = {"ylabel": "achievements unlocked per training episode (of 22)", "rate": False}
+        per_episode = {"ylabel": "achievements unlocked per training episode (of 22)", "rate": False}
         report.plot(curves, plot_dir / f"results_{task}.png", f"{task}: results versions {versions}",
-                    **(crafter if task == "crafter" else {}))
+                    **(per_episode if key == "achievements" else {}))
 
 
 def crafter_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
