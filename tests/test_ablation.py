@@ -68,9 +68,11 @@ def row_of(text: str, *cells: str) -> list[list[str]]:
 
 def test_grid_is_the_issues_cells_cheap_tasks_first():
     cells = G.grid()
-    assert len(cells) == 4 * 4 * 3 + 2 and len(set(cells)) == len(cells)
-    assert [c.task for c in cells[:12]] == ["collect_wood"] * 12 and cells[-2:] == [
-        G.Cell("crafter", "rl", 1, 1_000_000), G.Cell("crafter", "rlgpt", 1, 1_000_000)]
+    assert len(cells) == 4 * 4 * 3 + 2 * 3 + 1 and len(set(cells)) == len(cells)  # crafter: rl, rlgpt x 3, code x 1
+    crafter = [c for c in cells if c.task == "crafter"]
+    assert [c.task for c in cells[:12]] == ["collect_wood"] * 12 and cells[-len(crafter):] == crafter
+    assert [(c.mode, c.seed) for c in crafter] == [("rl", 1), ("code", 1), ("rlgpt", 1), ("rl", 2), ("rlgpt", 2),
+                                                  ("rl", 3), ("rlgpt", 3)]
     assert {c.mode for c in cells} == {"rl", "rl+config", "code", "rlgpt"}
     assert G.Cell("place_table", "rl+config", 2, 100_000).name == "place_table__rl+config__s2__100000"
     assert all(c.seed == 1 and c.budget == G.QUICK_BUDGETS[c.task] for c in G.grid(quick=True))
@@ -268,7 +270,8 @@ def test_table_shows_mean_spread_and_counts_lists_missing_and_stale_cells(tmp_pa
     assert row_of(text, "place_table", "100000")[0][4] == "—"  # a window without episodes
     assert "- collect_wood (50000): rl+config s1 s2 s3; code s1 s2 s3\n" in text
     assert "- place_table (100000): rl s1 s2 s3; rl+config s1 s2 s3; code s2 s3; rlgpt s1 s2 s3\n" in text
-    assert "- crafter (1000000): rl s1\n" in text and f"Missing ({50 - 8} of 50 cells):" in text
+    assert "- crafter (1000000): rl s1 s2 s3; code s1; rlgpt s2 s3\n" in text
+    assert f"Missing ({55 - 8} of 55 cells):" in text
     assert f"place_table__rl__s2__100000 (v{G.RESULTS_VERSION['rl'] + 1})" in text.split("Stale")[1]
     assert row_of(text, "ours: rlgpt (reference skills, not an LLM), seed 1")[0][1:] == [
         "1000000", "1.2 (77 episodes)", "measured here"]
@@ -328,8 +331,8 @@ def test_targets_are_met_missed_or_not_measured_and_a_miss_quotes_its_logs(tmp_p
     text = md.read_text()
     assert row_of(text, "collect_wood, rlgpt")[0][3:] == ["0.97 ± 0.01 (n=3, 120 ep)", "met"]
     assert row_of(text, "make_wood_pickaxe, rlgpt")[0][2:] == ["0.9", "0.50 (n=1, 30 ep)", "missed (1 of 3 seeds run)"]
-    assert row_of(text, "crafter, rlgpt", "Crafter score")[0][2:] == ["30", "31.00 (n=1, 500 ep)", "met"]
-    assert row_of(text, "crafter, rlgpt", "collect_diamond (% of episodes)")[0][3:] == ["4.50 (n=1, 500 ep)", "missed"]
+    assert row_of(text, "crafter, rlgpt", "Crafter score")[0][2:] == ["30", "31.00 (n=1, 500 ep)", "met (1 of 3 seeds run)"]
+    assert row_of(text, "crafter, rlgpt", "collect_diamond (% of episodes)")[0][3:] == ["4.50 (n=1, 500 ep)", "missed (1 of 3 seeds run)"]
     assert ("- make_wood_pickaxe__rlgpt__s2__200000: curve peaked at 0.75 (env step 80000), ended at 0.50; "
             "training success per iteration: 0.40 (n=20), 0.50 (n=30; the change rolled back); "
             "iteration 2: place_table_v2 0.25 of 120 calls (commonest error: line 4: IndexError: out of range), "
@@ -376,7 +379,7 @@ def test_quick_results_never_enter_bench_results(tmp_path, monkeypatch):
     assert sorted(p.name for p in (quick / "results").iterdir()) == [
         f"collect_wood__{m}__s1__{G.QUICK_BUDGETS['collect_wood']}.json" for m in ("code", "rl")]
     assert not (tmp_path / "bench" / "results").exists() and not (tmp_path / "README.md").exists()
-    assert "2 of 18 grid cells have a result" in (quick / "results.md").read_text()
+    assert "2 of 19 grid cells have a result" in (quick / "results.md").read_text()
 
 
 def test_the_readme_matches_bench_results():
