@@ -3,8 +3,8 @@
     python -m bench.ablation                 # run every grid cell that has no current result (days on 2 cores)
     python -m bench.ablation --tasks collect_wood --modes rl rlgpt --seeds 1    # only a slice of the grid
     python -m bench.ablation --grid slowloop     # the slow-loop grid instead (--quick, slices: the same)
-    python -m bench.ablation --table         # rebuild README.md's results section (both grids), docs/results_*.png
-    python -m bench.ablation --check         # exit 1 if README.md's results section differs from the data
+    python -m bench.ablation --table         # rebuild docs/results.md (both grids), README.md's table, docs/*.png
+    python -m bench.ablation --check         # exit 1 if docs/results.md or README.md's table differs from the data
     python -m bench.ablation --quick         # smoke test: 1 seed, tiny budgets, all of it under bench/out/
     python -m bench.ablation --jobs 4        # 4 cells at a time (a machine with cores to spare)
     python -m bench.ablation -- --num-envs 16                # anything after -- goes to every train.py run
@@ -17,7 +17,7 @@ committed with the code. A cell with a current result never runs again; a cell w
 another live process's lock (ablation.lock) is skipped, so commands started side by side share the grid.
 
 What the grids are (cells, budgets, seeds, each mode's results version and when a result is stale):
-bench/grid.py. How the README's section is made from the result files: bench/results_table.py.
+bench/grid.py. How docs/results.md and the README's table are made from the result files: bench/results_table.py.
 """
 
 from __future__ import annotations
@@ -326,11 +326,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     cells, slow = grid(args.quick), slowloop_grid(args.quick)
     out = ROOT / "bench" / "out" / ("ablation-quick" if args.quick else "ablation")  # quick: apart, table too
-    results, md, plot_dir = (out / "results", out / "results.md", out) if args.quick else \
-        (ROOT / "bench" / "results", ROOT / "README.md", ROOT / "docs")
+    results, md, plot_dir, readme = (out / "results", out / "results.md", out, None) if args.quick else \
+        (ROOT / "bench" / "results", ROOT / "docs" / "results.md", ROOT / "docs", ROOT / "README.md")
     if args.table or args.check:
-        return max(table(results, md, plot_dir, cells, slow, check=False) if args.table else 0,
-                   table(results, md, plot_dir, cells, slow, check=True) if args.check else 0)
+        return max(table(results, md, plot_dir, cells, slow, check=False, readme=readme) if args.table else 0,
+                   table(results, md, plot_dir, cells, slow, check=True, readme=readme) if args.check else 0)
     chosen = [c for c in (slow if args.grid == "slowloop" else cells) if c.task in (args.tasks or [c.task])
               and c.mode in (args.modes or [c.mode]) and c.seed in args.seeds]
     if not chosen:
@@ -341,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     execute(chosen, out, results, (QUICK_TRAIN_ARGS if args.quick else []) + extra, args.jobs)
     if args.quick:
         return table(results, md, plot_dir, cells, slow, check=False)
-    print("rebuild the README's table from bench/results/:  python -m bench.ablation --table")
+    print("rebuild docs/results.md and the README's table from bench/results/:  python -m bench.ablation --table")
     return 0
 
 

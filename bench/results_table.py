@@ -1,8 +1,8 @@
-"""bench/results/ -> the README's results section and plots, from the result files alone: the grids'
-success tables (mean ± sd over seeds, with episode counts), Crafter's score beside the published
-scoreboard, the issue's targets beside what was measured (and, for a missed one, what its runs' own logs
-say), the cells still missing, and where and at which commits the shown results ran. Every number comes
-from a result file; none is typed. Run through `python -m bench.ablation --table` / `--check`.
+"""bench/results/ -> the results page (docs/results.md), the README's headline table and the plots, from the
+result files alone: the grids' success tables (mean ± sd over seeds, with episode counts), Crafter's score
+beside the published scoreboard, the issue's targets beside what was measured (and, for a missed one, what
+its runs' own logs say), the cells still missing, and where and at which commits the shown results ran.
+Every number comes from a result file; none is typed. Run through `python -m bench.ablation --table` / `--check`.
 """
 
 from __future__ import annotations
@@ -42,9 +42,9 @@ SLOWLOOP_COLUMNS = [(f"{what}: {label}", mode, key) for key, what in (("train", 
 PUBLISHED = [("random", "-", 1.6), ("SB3 PPO", "1M", 4.6), ("DreamerV3", "1M", 14.5),
              ("PPO-ResNet", "1M", 15.6), ("Achievement Distillation", "1M", 21.8),
              ("SPRING (GPT-4, no training)", "-", 27.3), ("human experts", "-", 50.5)]
-MARKERS = ("<!-- results:start -->", "<!-- results:end -->")
-
-
+MARKERS = ("<!-- results:start -->", "<!-- results:end -->")  # the results page's generated section
+HEADLINE = ("<!-- headline:start -->", "<!-- headline:end -->")  # the README's small table
+GENERATED = "<!-- written by `python -m bench.ablation --table` from bench/results/; not by hand -->"
 
 def mean_sd(values: list[tuple[float | None, int]]) -> str:
     """"mean ± sd (n=seeds, episodes pooled)" over the seeds that have a value (sd: ddof=1); "—" if none."""
@@ -278,7 +278,7 @@ def section(found: list[dict], cells: list[Cell], slow: list[Cell], md_dir: Path
     versions = ", ".join(f"`{m}` v{v}" + (f" ({VERSION_NOTES[m]})" if m in VERSION_NOTES else "")
                          for m, v in RESULTS_VERSION.items())
     n_main = sum(c in current for c in cells)
-    lines = [MARKERS[0], "<!-- written by `python -m bench.ablation --table` from bench/results/; not by hand -->",
+    lines = [MARKERS[0], GENERATED,
              f"Current results versions (`RESULTS_VERSION` in `bench/grid.py`, one per mode): {versions}. "
              f"{n_main} of {len(cells)} grid cells have a result. The `code`, `rlgpt`, `rlgpt-1iter` and `rl+config` "
              "cells use the hand-written reference skills and plans (`--llm library`), not an LLM.", "",
@@ -299,26 +299,61 @@ def section(found: list[dict], cells: list[Cell], slow: list[Cell], md_dir: Path
     return "\n".join(lines + provenance(found, current) + [MARKERS[1]])
 
 
-def splice(text: str, new: str, path: Path) -> str:
-    """`text` with its results section replaced by `new` (a file without one must get the markers by hand)."""
-    if MARKERS[0] not in text or MARKERS[1] not in text:
-        fail(f"{path} has no {MARKERS[0]} ... {MARKERS[1]} lines to write the table between")
-    head, rest = text.split(MARKERS[0], 1)
-    return head + new + rest.split(MARKERS[1], 1)[1]
+def headline(found: list[dict], cells: list[Cell], results_page: str) -> str:
+    """The README's table between HEADLINE: training success per task and mode, and Crafter's score per mode,
+    each mean ± sd over the seeds with a result; the rest of the numbers are on `results_page`."""
+    current = shown(found, cells)
+    short = [c for c in cells if c.task != "crafter"]
+    crafter = [c for c in cells if c.task == "crafter"]
+    modes = [m for m in MODES if any(c.mode == m for c in cells)]
+    table = success_table(f"{sum(c in current for c in cells)} of {len(cells)} grid cells have a result. **Training "
+                          "success at the budget** (the training episodes that finished in the last tenth of the "
+                          "budget; mean ± sd over seeds, n = seeds, then the episodes pooled; — = no result yet):",
+                          current, short, [(m, m, "train") for m in modes])[:-1]
+    if crafter:
+        scores = [mean_sd([(current[c]["crafter"]["score"], current[c]["crafter"]["episodes"]) for c in crafter
+                           if c.mode == m and c in current]) if any(c.mode == m for c in crafter) else "not run"
+                  for m in modes]
+        table.append(f"| crafter: Crafter score | {crafter[0].budget} | " + " | ".join(scores) + " |")
+    published = ", ".join(f"{name} {score}" for name, steps, score in PUBLISHED if steps == "1M")
+    return "\n".join([HEADLINE[0], GENERATED, *table, "",
+                      f"All modes but `rl` use the hand-written reference skills and plans (`--llm library`), not "
+                      f"an LLM. Published Crafter scores at 1M env steps, quoted for scale: {published}. "
+                      f"Evaluation, plots, targets, per-seed lines and the slow-loop grid: [{results_page}]"
+                      f"({results_page}).", HEADLINE[1]])
 
 
-def table(results: Path, md: Path, plot_dir: Path, cells: list[Cell], slow: list[Cell], check: bool) -> int:
-    """Write (or with `check`, only compare) md's results section; 1 if the check finds it out of date."""
+def splice(text: str, new: str, path: Path, markers: tuple[str, str] = MARKERS) -> str:
+    """`text` with its section between `markers` replaced by `new` (a file without them must get them by hand)."""
+    if markers[0] not in text or markers[1] not in text:
+        fail(f"{path} has no {markers[0]} ... {markers[1]} lines to write the table between")
+    head, rest = text.split(markers[0], 1)
+    return head + new + rest.split(markers[1], 1)[1]
+
+
+def table(results: Path, md: Path, plot_dir: Path, cells: list[Cell], slow: list[Cell], check: bool,
+          readme: Path | None = None) -> int:
+    """Write (or with `check`, only compare) md's results section and, given `readme`, its headline table;
+    1 if the check finds either out of date."""
     found = load(results)
-    new = section(found, cells, slow, md.parent, plot_dir)
     text = md.read_text() if md.is_file() else MARKERS[0] + MARKERS[1] + "\n"
+    pages = [(md, text, splice(text, section(found, cells, slow, md.parent, plot_dir), md))]
+    if readme is not None:
+        link = os.path.relpath(md, readme.parent)
+        text = readme.read_text() if readme.is_file() else ""
+        pages.append((readme, text, splice(text, headline(found, cells, link), readme, HEADLINE)))
     if check:
-        if splice(text, new, md) != text:
-            print(f"{md}: its results section differs from {results}/: run  python -m bench.ablation --table")
-            return 1
-        print(f"{md}: its results section matches the {len(found)} result files in {results}/")
-        return 0
-    md.write_text(splice(text, new, md))
+        stale = [path for path, text, new in pages if new != text]
+        for path in stale:
+            print(f"{path}: its generated results section differs from {results}/: run  "
+                  "python -m bench.ablation --table")
+        if not stale:
+            print(f"{' and '.join(str(p) for p, _, _ in pages)}: the generated results match the {len(found)} "
+                  f"result files in {results}/")
+        return int(bool(stale))
+    for path, _, new in pages:
+        path.write_text(new)
     write_plots(shown(found, cells + slow), plot_dir)
-    print(f"wrote {md}'s results section and the plots in {plot_dir}/ from {len(found)} result files")
+    print(f"wrote the results in {' and '.join(str(p) for p, _, _ in pages)} and the plots in {plot_dir}/ "
+          f"from {len(found)} result files")
     return 0

@@ -237,14 +237,18 @@ def test_an_interrupted_cell_stops_the_command_and_starts_no_other(tmp_path, mon
     assert len(calls) == 1 and not (tmp_path / "results").exists()
 
 
-def readme(root: Path, text: str = "# rlgpt\n\nbefore\n\n<!-- results:start -->\nold\n<!-- results:end -->\n\nafter\n"):
-    (root / "README.md").write_text(text)
-    return root / "README.md"
+def pages(root: Path, text: str = "# Results\n\nbefore\n\n<!-- results:start -->\nold\n<!-- results:end -->\n\nafter\n",
+          readme: str = "# rlgpt\n\nintro\n\n<!-- headline:start -->\nold\n<!-- headline:end -->\n\nmore\n") -> Path:
+    """The two pages --table writes, as the repository has them: docs/results.md (returned) and README.md."""
+    (root / "docs").mkdir(parents=True, exist_ok=True)
+    (root / "docs" / "results.md").write_text(text)
+    (root / "README.md").write_text(readme)
+    return root / "docs" / "results.md"
 
 
 def test_table_shows_mean_spread_and_counts_lists_missing_and_stale_cells(tmp_path, monkeypatch):
     monkeypatch.setattr(A, "ROOT", tmp_path)
-    md, results = readme(tmp_path), tmp_path / "bench" / "results"
+    md, results = pages(tmp_path), tmp_path / "bench" / "results"
     rng = np.random.default_rng(0)
     wood = {c: (round(float(rng.uniform()), 3), int(rng.integers(5, 50))) for c in G.grid()
             if c.task == "collect_wood" and c.mode in ("rl", "rlgpt")}
@@ -258,7 +262,7 @@ def test_table_shows_mean_spread_and_counts_lists_missing_and_stale_cells(tmp_pa
                 crafter={"score": 1.234, "episodes": 77, "achievements": rates})
     assert A.main(["--table"]) == 0
     text = md.read_text()
-    assert text.startswith("# rlgpt\n\nbefore\n\n<!-- results:start -->") and text.endswith("-->\n\nafter\n")
+    assert text.startswith("# Results\n\nbefore\n\n<!-- results:start -->") and text.endswith("-->\n\nafter\n")
     assert "old" not in text
     for mode in ("rl", "rlgpt"):
         vals = [v for c, v in wood.items() if c.mode == mode]
@@ -278,7 +282,7 @@ def test_table_shows_mean_spread_and_counts_lists_missing_and_stale_cells(tmp_pa
     assert "| ours: rl, seed 1 | 1000000 | — | measured here: no result yet |" in text
     assert "| human experts | - | 50.5 | quoted: published |" in text and text.count("quoted: published") == 7
     assert "| collect_wood | 90.0 |" in text and len(row_of(text, "0.0")) == 21
-    assert "![collect_wood](docs/results_collect_wood.png)" in text and "results_place_table" not in text  # no curve
+    assert "![collect_wood](results_collect_wood.png)" in text and "results_place_table" not in text  # no curve
     assert (tmp_path / "docs" / "results_collect_wood.png").stat().st_size > 1000
     assert "results_crafter" not in text  # its curve has no episode yet
 
@@ -287,7 +291,7 @@ def test_crafter_curve_is_plotted_under_its_scores_on_its_own_scale(tmp_path, mo
     """From result files as result_of writes them for crafter (curve points hold achievements per episode),
     with a missed score target, so its miss line is written from the same curve."""
     monkeypatch.setattr(A, "ROOT", tmp_path)
-    md, results = readme(tmp_path), tmp_path / "bench" / "results"
+    md, results = pages(tmp_path), tmp_path / "bench" / "results"
     for mode, got in (("rl", 2), ("rlgpt", 5)):  # achievements per episode: not a rate in [0, 1]
         cell = G.Cell("crafter", mode, 1, 1_000_000)
         unlocked = [{a: 1 for a in E.ACHIEVEMENTS[:got]}] * 20
@@ -298,7 +302,7 @@ def test_crafter_curve_is_plotted_under_its_scores_on_its_own_scale(tmp_path, mo
         A.write_json(results / f"{cell.name}.json", A.result_of(cell, run))
     assert A.main(["--table"]) == 0
     text = md.read_text()
-    link = "![crafter](docs/results_crafter.png)"
+    link = "![crafter](results_crafter.png)"
     assert text.index(f"| {E.ACHIEVEMENTS[0]} | 100.0 | 100.0 |") < text.index(link) < text.index("**Targets**")
     assert (tmp_path / "docs" / "results_crafter.png").stat().st_size > 1000
     # both crafter targets (score, diamonds) are missed: the run is described once, its curve in its own unit,
@@ -310,7 +314,7 @@ def test_crafter_curve_is_plotted_under_its_scores_on_its_own_scale(tmp_path, mo
 
 def test_targets_are_met_missed_or_not_measured_and_a_miss_quotes_its_logs(tmp_path, monkeypatch):
     monkeypatch.setattr(A, "ROOT", tmp_path)
-    md, results = readme(tmp_path), tmp_path / "bench" / "results"
+    md, results = pages(tmp_path), tmp_path / "bench" / "results"
     for seed in G.SEEDS:  # collect_wood: 0.97 on average, aim 0.95
         fake_result(results, G.Cell("collect_wood", "rlgpt", seed, 50_000), 0.96 + 0.01 * (seed - 1), 40)
     pickaxe = fake_result(results, G.Cell("make_wood_pickaxe", "rlgpt", 2, 200_000), 0.5, 30)
@@ -347,7 +351,7 @@ def test_targets_are_met_missed_or_not_measured_and_a_miss_quotes_its_logs(tmp_p
 
 def test_check_fails_while_the_readme_differs_and_passes_after_table(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(A, "ROOT", tmp_path)
-    readme(tmp_path)
+    pages(tmp_path)
     results = tmp_path / "bench" / "results"
     fake_result(results, G.Cell("collect_wood", "rl", 1, 50_000), 0.5, 10)
     assert A.main(["--check"]) == 1 and "differs" in capsys.readouterr().out
@@ -357,13 +361,43 @@ def test_check_fails_while_the_readme_differs_and_passes_after_table(tmp_path, m
     assert A.main(["--table", "--check"]) == 0
 
 
+def test_readme_gets_the_small_table_and_the_check_covers_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(A, "ROOT", tmp_path)
+    md, results = pages(tmp_path), tmp_path / "bench" / "results"
+    for seed, success in ((1, 0.5), (2, 0.7)):
+        fake_result(results, G.Cell("collect_wood", "rlgpt", seed, 50_000), success, 10)
+    for seed, score in ((1, 10.0), (2, 14.0)):
+        fake_result(results, G.Cell("crafter", "rlgpt", seed, 1_000_000), None, 0,
+                    crafter={"score": score, "episodes": 100, "achievements": dict.fromkeys(E.ACHIEVEMENTS, 0.0)})
+    assert A.main(["--table"]) == 0
+    readme = (tmp_path / "README.md").read_text()
+    assert readme.startswith("# rlgpt\n\nintro\n\n<!-- headline:start -->") and readme.endswith("-->\n\nmore\n")
+    assert "old" not in readme and "4 of 55 grid cells have a result" in readme
+    assert row_of(readme, "collect_wood", "50000")[0][2:] == ["—", "—", "—", "0.60 ± 0.14 (n=2, 20 ep)"]
+    # crafter's row: rl and code have cells without a result, rl+config has no crafter cell
+    assert row_of(readme, "crafter: Crafter score", "1000000")[0][2:] == [
+        "—", "not run", "—", "12.00 ± 2.83 (n=2, 200 ep)"]
+    assert "DreamerV3 14.5" in readme and "[docs/results.md](docs/results.md)" in readme
+    assert "**Targets**" not in readme and "**Targets**" in md.read_text()  # the rest stays on the results page
+    (tmp_path / "README.md").write_text(readme.replace("0.60 ± 0.14", "0.99 ± 0.14"))
+    capsys.readouterr()
+    assert A.main(["--check"]) == 1
+    out = capsys.readouterr().out
+    assert "README.md: its generated results section differs" in out and "results.md: its" not in out
+    assert A.main(["--table"]) == 0 and (tmp_path / "README.md").read_text() == readme
+    (tmp_path / "README.md").write_text("# rlgpt\n")
+    with pytest.raises(SystemExit) as e:
+        A.main(["--check"])
+    assert e.value.code == 2 and "README.md has no <!-- headline:start -->" in capsys.readouterr().err
+
+
 def test_bad_readme_or_result_file_is_a_sentence_and_exit_2(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(A, "ROOT", tmp_path)
-    readme(tmp_path, "# no markers\n")
+    pages(tmp_path, "# no markers\n")
     with pytest.raises(SystemExit) as e:
         A.main(["--table"])
     assert e.value.code == 2 and "no <!-- results:start -->" in capsys.readouterr().err
-    readme(tmp_path)
+    pages(tmp_path)
     (tmp_path / "bench" / "results").mkdir(parents=True)
     (tmp_path / "bench" / "results" / "x.json").write_text("{cut sho")
     with pytest.raises(SystemExit) as e:
@@ -401,12 +435,12 @@ def test_v1_results_of_the_modes_the_slow_loop_changed_are_stale_rl_and_code_sta
     A.execute(cells, out, results, [])
     assert [c[c.index("--mode") + 1] for c in calls] == ["rl+config", "rlgpt"]
     assert [p.name for p in out.iterdir()] == [f"v{G.RESULTS_VERSION['rlgpt']}"] != ["v1"]  # a fresh directory
-    # the committed v1 results (whichever are left: re-runs replace them) split the same way, and the README
-    # lists exactly the stale ones
+    # the committed v1 results (whichever are left: re-runs replace them) split the same way, and the results
+    # page lists exactly the stale ones
     v1 = [r for r in G.load(REPO / "bench" / "results") if r["results_version"] == 1]
     assert [G.is_current(r) for r in v1] == [r["mode"] in ("rl", "code") for r in v1]
-    readme = (REPO / "README.md").read_text()
-    stale = readme.split("Stale, not shown")[1].split("\n")[0] if "Stale, not shown" in readme else ""
+    page = (REPO / "docs" / "results.md").read_text()
+    stale = page.split("Stale, not shown")[1].split("\n")[0] if "Stale, not shown" in page else ""
     assert [G.cell_of(r).name in stale for r in v1] == [not G.is_current(r) for r in v1]
 
 
@@ -423,7 +457,7 @@ def test_slowloop_grid_runs_rlgpt_with_3_iterations_against_1_and_has_its_own_ta
     assert {(c.task, c.mode, c.budget) for c in slow} == {
         (t, m, 300_000) for t in ("make_stone_pickaxe", "collect_iron") for m in ("rlgpt", "rlgpt-1iter")}
     monkeypatch.setattr(A, "ROOT", tmp_path)
-    md = readme(tmp_path)
+    md = pages(tmp_path)
     calls = []
     monkeypatch.setattr(A.subprocess, "Popen", FakeTrain(calls))
     assert A.main(["--grid", "slowloop", "--seeds", "1", "--tasks", "collect_iron"]) == 0
@@ -446,7 +480,7 @@ def test_slowloop_grid_runs_rlgpt_with_3_iterations_against_1_and_has_its_own_ta
     assert row_of(text, "collect_iron", "300000")[0][2:] == ["—"] * 4
     assert "Missing (8 of 12 cells):\n- make_stone_pickaxe (300000): rlgpt s3; rlgpt-1iter s3\n" \
            "- collect_iron (300000): rlgpt s1 s2 s3; rlgpt-1iter s1 s2 s3\n" in text
-    assert "Not in a grid" not in text and "![make_stone_pickaxe](docs/results_make_stone_pickaxe.png)" in text
+    assert "Not in a grid" not in text and "![make_stone_pickaxe](results_make_stone_pickaxe.png)" in text
     assert "What the slow loop did" not in text  # no result kept its iterations: nothing to say
     assert ("Training success per seed, with the slow loop vs without:\n- make_stone_pickaxe: s1 0.600 vs 0.300; "
             "s2 0.700 vs 0.400 (with the loop higher in 2 of 2 seeds)\n") in text and "- collect_iron:" not in text
