@@ -13,6 +13,7 @@ import difflib
 import inspect
 import re
 from dataclasses import asdict, dataclass, field
+from time import perf_counter
 
 import gymnasium as gym
 
@@ -62,6 +63,7 @@ class PrimitiveAPI:
     def __init__(self, env: gym.Env, budget: int, gamma: float = 1.0):
         self._env, self._budget, self._gamma = env, budget, gamma
         self._steps, self._reward, self._earned, self._last = 0, 0.0, 0.0, None  # _reward: sum of gamma**i * r_i
+        self._env_time = 0.0  # seconds inside env.step: off the code's clock (sandbox_host), bounded by `budget`
 
     def _act(self, action):
         """Take one real environment step; stop the code action when the budget or the episode ends."""
@@ -69,7 +71,9 @@ class PrimitiveAPI:
             raise sandbox.EpisodeEnded()
         if self._steps >= self._budget:
             raise sandbox.StepBudgetExceeded(f"step budget of {self._budget} env steps spent")
+        start = perf_counter()
         self._last = self._env.step(action)
+        self._env_time += perf_counter() - start
         self._reward += self._gamma ** self._steps * self._last[1]
         self._earned += self._last[1]
         self._steps += 1

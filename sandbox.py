@@ -36,6 +36,7 @@ MAX_LEN = 1_000_000  # longest str/list/tuple/range one operation may build, or 
 # Largest |int| the code may build. From 2**61 - 1 on, ints share hashes (hash(x) is x mod 2**61 - 1),
 # and a set of a few thousand colliding ints takes seconds of quadratic work in one C call.
 MAX_INT = 2**60
+TIME_LIMIT_S = 1.0  # wall time a call may run outside its env steps (env.CodeActions' default)
 MAX_DEPTH = 200  # nested calls of the model's own functions
 MAX_LINES = 50_000  # lines of the model's own code per run: a deterministic bound on its work
 MEMORY_LIMIT_MB = 128  # resident memory the model's code may add during one run
@@ -45,8 +46,6 @@ MEMORY_LIMIT_MB = 128  # resident memory the model's code may add during one run
 STACK_MB = 256
 MAX_LOG_CHARS = 10_000  # print() output kept per run
 MAX_PLAIN_ITEMS = 100_000  # items in one value crossing the api boundary
-MAX_API_CALLS = 2_000  # api calls per run: they are off the clock, so `while api.view(): pass` needs a cap
-# (a 64-step skill makes a few hundred at most; at ~0.2 ms a round trip under load 2000 stay well inside the kill)
 MAX_CALL_CHARS = 2_000  # an api call's arguments (names, counts, directions): never bulk data
 FILENAME_PREFIX = "<llm:"  # code objects compiled from model source; only these are traced
 
@@ -77,7 +76,7 @@ class EpisodeEnded(Interrupt):
 
 
 class TimeBudgetExceeded(Interrupt):
-    """The model's own code ran past its time budget (api calls excluded) or its line budget."""
+    """The code ran past its time budget (env steps excluded) or its line budget."""
     reason = "time_budget"
 
 
@@ -87,10 +86,6 @@ class MemoryBudgetExceeded(Interrupt):
 
 class RecursionBudgetExceeded(Interrupt):
     reason = "recursion"
-
-
-class ApiCallBudgetExceeded(Interrupt):
-    reason = "api_calls"
 
 
 # ----------------------------------------------------------------------------------------------

@@ -10,20 +10,29 @@ replaced whenever the code overruns its budget or crashes it.
 gymnasium's async vector-env workers are daemonic, and multiprocessing refuses them children; ~0.2 s,
 once per env, see bench/sandbox_proxy.py), then serves the code's api calls: each is one round trip,
 its arguments small JSON checked again here, the real api called in this process and its result sent
-back as plain data. The env never leaves the trainer. The wait is bounded from outside: once the code
-has run `time_limit + KILL_AFTER_S` seconds outside api calls (wall time, which bounds the worker's
-CPU time too: it runs one thread at a time), the worker is killed. A killed or crashed worker fails
-that one code action with a reason in RunResult.error; the next run starts a fresh worker.
+back as plain data. The env never leaves the trainer, nor does the trainer's environment (its keys):
+the worker gets only MALLOC_ARENA_MAX.
+
+The code's clock is wall time less the env steps its api calls took (`api._env_time`, which
+core.PrimitiveAPI keeps): env steps are bounded by the step budget, everything else (the code, the
+round trips, api calls that take no step, failing ones) by `time_limit`, so no count of api calls has
+to fit the machine's load. The wait is bounded from outside: once that clock passes `time_limit +
+KILL_AFTER_S`, the worker is killed. A killed or crashed worker fails that one code action with a
+reason in RunResult.error; the next run starts a fresh worker. Should the trainer itself die (SIGKILL,
+the OOM killer), the operating system ends the worker: a parent-death signal, and a CPU-time limit per
+run (see sandbox_worker.main), since a worker inside one long C call runs none of its own Python.
 """
 
 import json
 import os
 import pickle
+import queue
 import select
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import weakref
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -32,7 +41,7 @@ from time import perf_counter
 import numpy as np
 
 import sandbox
-from sandbox import MAX_API_CALLS, MAX_CALL_CHARS, MAX_LOG_CHARS, MAX_PLAIN_ITEMS, RunResult
+from sandbox import MAX_CALL_CHARS, MAX_LOG_CHARS, MAX_PLAIN_ITEMS, RunResult
 
 START_TIMEOUT_S = 30.0  # a fresh worker that has not said "ready" by then counts as crashed
 KILL_AFTER_S = 0.5  # grace past the time limit before the worker is killed (its own budget stops loops)
@@ -53,14 +62,15 @@ class Worker:
         self.starts = 0
         self._finalizer = None
 
-    def run(self, source: str, entry: str, api: object, *, time_limit: float = 1.0) -> RunResult:
+    def run(self, source: str, entry: str, api: object, *, time_limit: float = sandbox.TIME_LIMIT_S) -> RunResult:
         """Run `entry(api)` from `source` in the worker; never raises for anything the code does.
         An interrupt of the trainer (Ctrl-C) kills the worker and is raised again."""
         names = public_methods(api)
         try:
             if self._proc is None or self._proc.poll() is not None:
                 self._start()
-            self._conn.send_bytes(pickle.dumps(("run", source, entry, names, time_limit)))
+            cpu_limit = time_limit + KILL_AFTER_S + 1.0  # the kill comes first: CPU time <= wall time
+            self._conn.send_bytes(pickle.dumps(("run", source, entry, names, time_limit, cpu_limit)))
             return self._serve(api, set(names), time_limit)
         except OSError:  # the socket broke: the worker died before reading or while writing
             return self._failed()
@@ -69,9 +79,9 @@ class Worker:
             raise
 
     def _serve(self, api: object, names: set[str], time_limit: float) -> RunResult:
-        start, api_time, calls = perf_counter(), 0.0, 0
+        start, env_time = perf_counter(), 0.0
         while True:
-            left = start + api_time + time_limit + KILL_AFTER_S - perf_counter()
+            left = start + env_time + time_limit + KILL_AFTER_S - perf_counter()
             if left <= 0:
                 self.close()
                 return RunResult(None, f"stopped: the code ran past its time budget of {time_limit} s inside "
@@ -86,12 +96,11 @@ class Worker:
             except (ValueError, RecursionError):  # not the JSON this protocol sends
                 return self._failed("sent a malformed message")
             if _is_call(message, names) and len(data) <= 6 * MAX_CALL_CHARS + 200:  # JSON escapes: 6 a char
-                called = perf_counter()
-                calls += 1
-                reply = (("stop", "api_calls", f"more than {MAX_API_CALLS} api calls (waiting for something?)")
-                         if calls > MAX_API_CALLS else _call(api, *message[1:]))
-                self._conn.send_bytes(pickle.dumps(reply))
-                api_time += perf_counter() - called
+                before = getattr(api, "_env_time", 0.0)
+                reply = _call(api, *message[1:])
+                stepped = getattr(api, "_env_time", 0.0) - before
+                env_time += stepped
+                self._conn.send_bytes(pickle.dumps((*reply, stepped)))  # the worker's clock skips it too
             elif _is_done(message):
                 returned, error, lineno, stopped, log, exiting = message[1:]
                 if exiting:
@@ -107,10 +116,10 @@ class Worker:
         self.close()
         ours, theirs = socket.socketpair()
         with theirs:
-            self._proc = subprocess.Popen(
-                [sys.executable, "-E", "-s", _WORKER, str(theirs.fileno())], pass_fds=[theirs.fileno()],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True,
-                env={**os.environ, "MALLOC_ARENA_MAX": "1"})
+            self._proc = _spawn(
+                [sys.executable, "-E", "-s", _WORKER, str(theirs.fileno()), str(os.getpid())],
+                pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                start_new_session=True, env={"MALLOC_ARENA_MAX": "1"})
         self._conn = Connection(ours.detach())
         self._poll = select.poll()
         self._poll.register(self._conn.fileno(), select.POLLIN)
@@ -143,6 +152,38 @@ class Worker:
         if self._finalizer is not None:
             self._finalizer()
         self._proc = self._conn = self._poll = self._finalizer = None
+
+
+_spawns: queue.SimpleQueue | None = None  # Popen requests for the spawner thread, made on first need
+_spawns_lock = threading.Lock()
+
+
+def _spawn(args: list[str], **kwargs) -> subprocess.Popen:
+    """Popen from a thread that lives as long as this process: the worker's parent-death signal fires
+    when the thread that started it ends, and a worker started by a short-lived thread (a thread pool's)
+    would die with it. The main thread qualifies; any other thread hands the start to a daemon thread."""
+    global _spawns
+    if threading.current_thread() is threading.main_thread():
+        return subprocess.Popen(args, **kwargs)
+    with _spawns_lock:
+        if _spawns is None:
+            _spawns = queue.SimpleQueue()
+            threading.Thread(target=_spawner, args=(_spawns,), name="sandbox-spawner", daemon=True).start()
+    done: queue.SimpleQueue = queue.SimpleQueue()
+    _spawns.put((args, kwargs, done))
+    proc = done.get()
+    if isinstance(proc, BaseException):
+        raise proc
+    return proc
+
+
+def _spawner(requests: queue.SimpleQueue) -> None:
+    while True:
+        args, kwargs, done = requests.get()
+        try:
+            done.put(subprocess.Popen(args, **kwargs))
+        except BaseException as e:  # noqa: BLE001 - handed to the thread that asked
+            done.put(e)
 
 
 def _stop(proc: subprocess.Popen, conn: Connection) -> None:

@@ -16,9 +16,11 @@ unpickle what code it does not trust may have written):
     ("return", value) | ("stop", reason, message) | ("raise", exception_name, message)  (call replies)
 """
 
+import ctypes
 import gc
 import json
 import linecache
+import math
 import os
 import pickle
 import queue
@@ -76,8 +78,8 @@ class _Run:
                 raise sandbox.RecursionBudgetExceeded(f"more than {MAX_DEPTH} nested calls")
             now = perf_counter()
             if now > self.deadline:
-                raise sandbox.TimeBudgetExceeded(f"the code ran for over {self.time_limit} s outside api calls "
-                                         "(an endless loop?)")
+                raise sandbox.TimeBudgetExceeded(f"the code ran for over {self.time_limit} s outside env steps "
+                                                 "(an endless loop?)")
             if now > self.next_memory_check:  # reading /proc costs ~15 us: once per ms is ~1% overhead
                 self.next_memory_check = now + 1e-3
                 if _memory_mb(1) > self.memory_ceiling:
@@ -87,18 +89,17 @@ class _Run:
         return self.trace_line
 
     def call_api(self, name: str, args: tuple, kwargs: dict) -> object:
-        """One api call, one round trip to the trainer; the budget clock stops and the tracer is off."""
+        """One api call, one round trip to the trainer, with the tracer off. The clock runs on, but for
+        the env steps the call took (the reply's last field): the trainer's kill clock does the same."""
         sys.settrace(None)
         try:
             request = _encode_call(name, args, kwargs)
-            start = perf_counter()
             try:
                 self.conn.send_bytes(request)
                 reply = pickle.loads(self.conn.recv_bytes())
             except BaseException:  # noqa: BLE001 - a half-done round trip: the protocol is out of step
                 os._exit(3)  # the trainer sees a dead worker, fails this call and starts a fresh one
-            finally:
-                self.deadline += perf_counter() - start
+            self.deadline += reply[-1]
         finally:
             sys.settrace(self.trace_call)
         if reply[0] == "return":
@@ -274,7 +275,7 @@ def serve(conn: Connection) -> None:
     conn.send_bytes(b'["ready"]')  # the trainer starts a run's clock only now, not during our start-up
     while True:
         try:
-            _, source, entry, names, time_limit = pickle.loads(conn.recv_bytes())
+            _, source, entry, names, time_limit, cpu_limit = pickle.loads(conn.recv_bytes())
         except (EOFError, OSError):  # the trainer closed the socket, or died (killed) with bytes unread
             return
         if (source, entry) not in functions:
@@ -288,6 +289,7 @@ def serve(conn: Connection) -> None:
         if isinstance(fn, sandbox.SandboxError):
             done = [None, str(fn), fn.lineno, None, []]
         else:
+            _limit_cpu(cpu_limit)
             jobs.put((fn, _Run(conn, time_limit, baseline + MEMORY_LIMIT_MB), names))
             while True:
                 try:
@@ -302,10 +304,40 @@ def serve(conn: Connection) -> None:
             return
 
 
-def main(fd: int) -> None:
+def _limit_cpu(seconds: float) -> None:
+    """SIGXCPU (which ends the process) once this run has used `seconds` more CPU time. The trainer's
+    kill comes first, as CPU time never outruns wall time; this bound is for a trainer that cannot kill
+    (stopped, or dead and the parent-death signal unavailable) while the code is inside one C call."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    soft = math.ceil(usage.ru_utime + usage.ru_stime + seconds)
+    try:
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, resource.getrlimit(resource.RLIMIT_CPU)[1]))
+    except (ValueError, OSError):  # a hard limit below it: that one holds
+        pass
+
+
+def _die_with(parent: int) -> None:
+    """Have the kernel SIGKILL this process when the trainer (the thread that started it) ends, whatever
+    this process is doing: one C call can hold the interpreter for minutes, so no Python code of ours
+    could notice in time. Linux only; elsewhere the per-run CPU limit and the socket's EOF remain."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # the trainer died before the signal was armed
+        os._exit(0)
+
+
+_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+
+
+def main(fd: int, parent: int) -> None:
+    _die_with(parent)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # SIGXCPU dumps core by default: not here
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the trainer's to handle (it kills us)
     serve(Connection(fd))
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]))
+    main(int(sys.argv[1]), int(sys.argv[2]))

@@ -4,7 +4,7 @@ sandbox's worker process within its budget, leaving the test process unharmed (s
 Every snippet defines `act(api)`. `expect` names the outcomes that count as caught: "check" (rejected
 by the checker, compiler errors included), "error" (the code got an exception it could not escape), or
 a stop reason: "time_budget" (stopped by the line/time budget, or the worker killed after a C call
-overran it), "memory", "recursion", "api_calls", "step_budget", "episode_ended". A snippet that returns
+overran it), "memory", "recursion", "step_budget", "episode_ended". A snippet that returns
 normally is a hole. Memory snippets may hit the time budget first on a slow machine; test_sandbox.py
 checks the memory stop itself.
 The api is tests/test_sandbox.py's FakeApi: step() spends a 5-step budget, leak() raises an error
@@ -160,14 +160,14 @@ CORPUS: list[Case] = [
             return f()
     """, "recursion"),
     _case("lambda_recursion", "f = lambda n: f(n + 1)\nreturn f(0)", "recursion"),
-    _case("busy_wait_on_api", "while api.grid() is not None:\n    pass", "api_calls", "time_budget"),
+    _case("busy_wait_on_api", "while api.grid() is not None:\n    pass", "time_budget"),
     _case("swallow_api_errors_forever", """
         while True:
             try:
                 api.leak()
             except ValueError:
                 pass
-    """, "api_calls", "time_budget"),
+    """, "time_budget"),
     _case("huge_output", "while True:\n    print('x' * 100000)", "time_budget"),
     # --- swallowing the api's stops
     _case("swallow_step_budget", """

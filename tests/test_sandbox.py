@@ -1,7 +1,8 @@
 """Tests for the sandbox (sandbox.py, sandbox_worker.py, sandbox_host.py): the adversarial corpus is
 caught without harm to this process, legitimate code still runs, errors point at the model's own lines,
-api stops cannot be swallowed, time inside api calls is free, and a worker that overruns or dies is
-replaced while the trainer carries on.
+api stops cannot be swallowed, env steps are off the code's clock and every other api call on it, a
+worker that overruns or dies is replaced while the trainer carries on, and a worker never outlives its
+trainer nor sees the trainer's environment.
 
     python -m pytest -q tests/test_sandbox.py
 """
@@ -39,7 +40,7 @@ class FakeApi:
     """A tiny primitive API: step() spends a budget and raises the sandbox's StepBudgetExceeded."""
 
     def __init__(self, budget: int = 5, sleep: float = 0.0):
-        self._budget, self._sleep, self.steps = budget, sleep, 0
+        self._budget, self._sleep, self.steps, self._env_time = budget, sleep, 0, 0.0
         self.secret = Secret()
         self._nested, self._flat = [[1, 2], [3, 4]], [1, 2]
         self.traces: list[object] = []
@@ -57,10 +58,18 @@ class FakeApi:
         raise ValueError(Secret())
 
     def slow(self) -> bool:
-        """Sleeps like a slow env step, and records which tracer is active in api code."""
+        """Sleeps like a slow env step (counted as one, as core.PrimitiveAPI counts them), and records
+        which tracer is active in api code."""
         self.traces.append(sys.gettrace())
+        start = time.perf_counter()
         time.sleep(self._sleep)
+        self._env_time += time.perf_counter() - start
         return True
+
+    def query(self) -> int:
+        """A call that takes no env step but its time (a slow view() on a loaded machine)."""
+        time.sleep(self._sleep)
+        return self.steps
 
     def grid(self) -> np.ndarray:
         return np.arange(6, dtype=np.int64).reshape(2, 3)
@@ -235,7 +244,7 @@ def test_interrupts_are_not_exceptions():
         assert issubclass(stop, sandbox.Interrupt) and not issubclass(stop, Exception)
 
 
-def test_time_inside_api_calls_is_not_counted(worker):
+def test_time_inside_env_steps_is_not_counted(worker):
     api = FakeApi(sleep=0.15)
     start = time.perf_counter()
     result = _run(worker, """
@@ -247,6 +256,20 @@ def test_time_inside_api_calls_is_not_counted(worker):
     assert time.perf_counter() - start > 0.6  # the api slept for twice the time limit ...
     assert (result.returned, result.stopped) == (True, None)  # ... and the code was not stopped
     assert api.traces == [None] * 4  # the sandbox's tracer is off inside api code
+
+
+def test_a_loop_of_api_calls_that_take_no_step_is_stopped_by_the_time_budget(worker):
+    """Such calls are on the code's clock: a loop waiting on a slowed api stops at the time limit, not
+    after some count of calls (2000 of these 5 ms calls would take 10 s)."""
+    start = time.perf_counter()
+    result = _run(worker, """
+        def act(api):
+            while api.query() < 1:
+                pass
+    """, FakeApi(sleep=0.005), time_limit=0.3)
+    took = time.perf_counter() - start
+    assert result.stopped == "time_budget" and "0.3 s" in result.error and result.lineno in (2, 3), result
+    assert took < 0.3 + sandbox_host.KILL_AFTER_S
 
 
 def test_time_budget_still_applies_after_api_calls(worker):
@@ -534,10 +557,108 @@ def test_a_worker_whose_trainer_dies_leaves_quietly():
     """A trainer killed (timeout, OOM) before reading the worker's "ready" resets the socket: the
     worker must exit 0 without a traceback on the user's terminal."""
     ours, theirs = socket.socketpair()
-    proc = subprocess.Popen([sys.executable, "-E", "-s", sandbox_host._WORKER, str(theirs.fileno())],
-                            pass_fds=[theirs.fileno()], stderr=subprocess.PIPE)
+    proc = subprocess.Popen([sys.executable, "-E", "-s", sandbox_host._WORKER, str(theirs.fileno()),
+                             str(os.getpid())], pass_fds=[theirs.fileno()], stderr=subprocess.PIPE)
     theirs.close()
     select.select([ours], [], [], 30)  # its "ready" has arrived: closing now, unread, resets the socket
     ours.close()
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0 and err == b"", err.decode()
+
+
+def test_the_worker_gets_none_of_the_trainers_environment(monkeypatch):
+    """Model code that escaped the checks would find no key in its environment to steal."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-must-not-leak")
+    w = sandbox_host.Worker()
+    try:
+        assert _run(w, "def act(api):\n    return True\n").returned is True
+        with open(f"/proc/{w._proc.pid}/environ", "rb") as f:
+            environ = f.read()
+    finally:
+        w.close()
+    assert b"sk-must-not-leak" not in environ and b"OPENAI_API_KEY" not in environ
+    assert environ.split(b"\0")[0] == b"MALLOC_ARENA_MAX=1"
+
+
+# A trainer process: it starts a worker, says its pid, then runs code stuck in one C call for minutes
+# (2**16 tuples of one hash in a set), under a time limit given on the command line.
+TRAINER = f"""
+import sys
+sys.path.insert(0, {str(sandbox_host._WORKER.rsplit("/", 1)[0])!r})
+import sandbox_host
+from tests.adversarial_corpus import CORPUS
+worker = sandbox_host.Worker()
+worker.run("def act(api):\\n    return True\\n", "act", None)
+print(worker._proc.pid, flush=True)
+stuck = next(case.source for case in CORPUS if case.name == "colliding_tuple_set")
+worker.run(stuck, "act", None, time_limit=float(sys.argv[1]))
+"""
+
+
+def _stat(pid: int) -> tuple[bool, float]:
+    """(exited, CPU seconds used): exited is no such process, or a zombie nobody has reaped yet."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return True, 0.0
+    return fields[0] == "Z", (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _gone(pid: int) -> bool:
+    return _stat(pid)[0]
+
+
+def _orphan_test(time_limit: float, stop: signal.Signals, within: float) -> float:
+    """Start TRAINER, let its worker enter the C call, send the trainer `stop`, and require the worker
+    gone within `within` seconds; the CPU time it used, as last seen."""
+    trainer = subprocess.Popen([sys.executable, "-c", TRAINER, str(time_limit)], stdout=subprocess.PIPE,
+                               cwd=os.path.dirname(sandbox_host._WORKER))
+    pid = None
+    try:
+        pid = int(trainer.stdout.readline())
+        time.sleep(1.0)  # building the keys takes ~0.1 s: then the set's C call runs
+        assert not _gone(pid)
+        os.kill(trainer.pid, stop)
+        deadline, used = time.perf_counter() + within, 0.0
+        while time.perf_counter() < deadline:
+            gone, cpu = _stat(pid)
+            if gone:
+                break
+            used = max(used, cpu)
+            time.sleep(0.05)
+        assert _gone(pid), f"the worker outlived its trainer by {within} s"
+        return used
+    finally:
+        trainer.kill()
+        trainer.wait()
+        if pid is not None and not _gone(pid):
+            os.kill(pid, signal.SIGKILL)  # the failed test must not leave a core burning
+
+
+def test_a_worker_inside_one_c_call_dies_with_its_killed_trainer():
+    """SIGKILL (the OOM killer, preemption): nothing in the trainer runs, and the worker's own Python
+    cannot run while the C call holds the interpreter. The parent-death signal ends it."""
+    _orphan_test(time_limit=60.0, stop=signal.SIGKILL, within=5.0)
+
+
+def test_a_worker_started_by_a_thread_that_ends_lives_on():
+    """The parent-death signal follows the thread that started the worker: one started for a thread
+    pool's task must not die when that thread ends."""
+    w = sandbox_host.Worker()
+    try:
+        thread = threading.Thread(target=_run, args=(w, CANARY))
+        thread.start()
+        thread.join()
+        time.sleep(0.2)
+        canary = _run(w, CANARY)
+        assert (canary.returned, canary.error, w.starts) == (True, None, 1)
+    finally:
+        w.close()
+
+
+def test_a_worker_inside_one_c_call_is_bounded_by_cpu_time_when_its_trainer_cannot_kill_it():
+    """A stopped trainer (SIGSTOP, a debugger) never kills: the per-run CPU limit (time limit + kill
+    grace + 1 s, rounded up) ends the worker. CPU time: on a busy machine that is more wall time."""
+    used = _orphan_test(time_limit=2.0, stop=signal.SIGSTOP, within=15.0)
+    assert used <= 2.0 + sandbox_host.KILL_AFTER_S + 1.0 + 1.0
