@@ -1,6 +1,6 @@
 """What the results grids are: their cells, budgets and seeds, the results version of each mode, and
 reading the result files. bench/ablation.py runs cells into bench/results/; bench/results_table.py turns
-the files into the README's results section. Both read this file; it reads neither.
+the files into docs/results.md and the README's table. Both read this file; it reads neither.
 
 Stale results: RESULTS_VERSION holds one number per mode, bumped by hand in any commit that changes what
 that mode's runs measure (trainer, learner, env, skills, budgets' meaning). A result counts iff its
