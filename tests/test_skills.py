@@ -263,3 +263,21 @@ def test_whole_task_programs_pass_the_sandbox_and_solve_an_easy_task():
                 break
         wins += info["success"]
     assert wins == 3
+
+
+def test_the_whole_benchmark_program_goes_beyond_the_tech_tree():
+    """crafter's program (crafter_program.py) does what the benchmark counts besides the tech tree:
+    on two worlds, 30 calls through the sandbox unlock at least 10 achievements each, saplings, plants
+    and the stone tools among them (the chain-only program it replaced unlocked 6 in both)."""
+    program = skills.whole_task_program("crafter", BUDGET)
+    sandbox.check(program.source, program.function)
+    env = make_env("crafter", 0, code_actions=[program])
+    for seed in range(2):
+        env.reset(seed=seed)
+        for _ in range(30):
+            _, _, terminated, truncated, _ = env.step(len(ACTIONS))
+            if terminated or truncated:
+                break
+        unlocked = {k for k, v in env.unwrapped._achievements.items() if v}
+        assert len(unlocked) >= 10, (seed, sorted(unlocked))
+        assert {"collect_sapling", "place_plant", "make_stone_pickaxe", "make_stone_sword"} <= unlocked, seed

@@ -1,0 +1,415 @@
+"""The hand-written whole-benchmark program for Crafter: `--mode code --task crafter` with no LLM.
+
+Written by hand by the project's engineers; never LLM output (skills.whole_task_program labels it so).
+It is one code action, `solve_task(api)`, called again and again until the episode ends; each call
+looks at the inventory and the 9x7 view and does the most urgent thing it can in at most one code
+action's step budget, so it keeps no memory between calls (the player's facing is the one thing that
+carries over: `explore` keeps going the way it faces). What it does, most urgent first:
+
+    fight a zombie or skeleton that is next to the player (it hits every few steps)
+    when tired or hurt: dig a two-cell pocket into stone, wall up its mouth, sleep or rest inside
+    drink, eat a cow (when low, or topping up when one is close by), eat a ripe plant
+    early on: collect a sapling and plant it
+    craft the next tool at a table (and furnace), placing either where it is needed
+    collect what the next tools need: wood, stone, coal, iron, and diamonds once it can
+    fight zombies and skeletons in view when healthy
+    explore: keep going the way it faces, digging through stone with a pickaxe
+
+What it scores is measured, not claimed here: `python -m bench.ablation --tasks crafter --modes code`
+writes bench/results/crafter__code__s1__1000000.json. The recipe costs are read from Crafter's own
+tables, so the program follows the installed version.
+"""
+
+import crafter.constants as C
+
+SOURCE = '''
+def solve_task(api):
+    """Whole-benchmark program for crafter: the most urgent useful thing, one call at a time."""
+    inv = api.inventory()
+    g = grid(api)
+    if fight_adjacent(api, g):
+        return True
+    tired = inv["energy"] < 4 or (inv["health"] < 4 and inv["energy"] < 8)
+    if tired or (inv["health"] < 7 and near(g, "zombie")) or (inv["energy"] < 7 and sealed(g)):
+        if shelter_and_sleep(api, g, inv):
+            return True
+        if inv["wood_pickaxe"] > 0 and near(g, "stone") and get_to(api, ["stone"], inv):
+            api.do()  # a stone for walling up the next pocket
+            return True
+    if (inv["drink"] < 6 and near(g, "water") or inv["drink"] < 8 and near_cell(g, "water", 3)) and drink(api):
+        return True
+    if (inv["food"] < 6 and near(g, "cow") or inv["food"] < 8 and near_cell(g, "cow", 3)) and hunt(api, "cow"):
+        return True
+    if near(g, "ripe_plant") and get_to(api, ["ripe_plant"], inv):
+        return api.do()
+    early = inv["wood_pickaxe"] < 1 and not near(g, "plant")
+    if early and inv["sapling"] < 1 and sapling(api, g):
+        return True
+    if early and inv["sapling"] > 0 and near(g, "grass") and place(api, "plant", ["grass"]):
+        return True
+    if craft_step(api, g, inv) or collect_step(api, g, inv):
+        return True
+    if inv["health"] >= 6 and fight_near(api, g, inv):
+        return True
+    return explore(api, inv)
+
+
+def dirs():
+    return {"left": (-1, 0), "right": (1, 0), "up": (0, -1), "down": (0, 1)}
+
+
+def walkable():
+    return ["grass", "sand", "path"]
+
+
+def grid(api):
+    """The view keyed by (dx, dy) relative to the player."""
+    view = api.view()
+    return {(dx, dy): view[dy + 3][dx + 4] for dy in range(-3, 4) for dx in range(-4, 5)}
+
+
+def near(g, name):
+    return any(v == name for v in g.values())
+
+
+def near_cell(g, name, dist):
+    return any(v == name and abs(d[0]) + abs(d[1]) <= dist for d, v in g.items())
+
+
+def threat(api):
+    """A zombie or skeleton right next to the player: stop what this call does, the next call fights."""
+    g = grid(api)
+    return any(g[d] in ["zombie", "skeleton"] for d in dirs().values())
+
+
+def diggable(inv):
+    """What the pickaxes in the inventory can mine (mined cells become walkable path)."""
+    out = []
+    if inv["wood_pickaxe"] > 0:
+        out += ["stone", "coal"]
+    if inv["stone_pickaxe"] > 0:
+        out += ["iron"]
+    if inv["iron_pickaxe"] > 0:
+        out += ["diamond"]
+    return out
+
+
+def route(g, goal, passable):
+    """The moves of the shortest route in view to a cell next to a `goal` cell, the last one facing it."""
+    routes = {(0, 0): []}
+    queue = [(0, 0)]
+    for x, y in queue:
+        for m, (ux, uy) in dirs().items():
+            c = (x + ux, y + uy)
+            if c in routes or c not in g:
+                continue
+            if g[c] in goal:
+                return routes[(x, y)] + [m]
+            if g[c] in passable:
+                routes[c] = routes[(x, y)] + [m]
+                queue.append(c)
+    return None
+
+
+def get_to(api, goal, inv):
+    """Walk, mining what the pickaxes allow, until facing a `goal` cell (True) or no route is left."""
+    creatures = ["cow", "zombie", "skeleton", "arrow", "plant"]
+    for attempt in range(4):
+        if api.in_front() in goal:
+            return True
+        g = grid(api)
+        moves = route(g, goal, walkable() + diggable(inv)) or route(g, goal, walkable() + diggable(inv) + creatures)
+        if moves is None:
+            return False
+        for m in moves:
+            if api.steps_left() < 2 or (goal[0] not in ["zombie", "skeleton"] and threat(api)):
+                return False
+            if api.move(m):
+                continue
+            front = api.in_front()
+            if front in goal or front not in diggable(inv):
+                break
+            api.do()  # stone or ore in the way: mine it, then step in
+            if not api.move(m):
+                break
+    return api.in_front() in goal
+
+
+def strike(api, names):
+    """Hit what the player faces while it is one of `names` (a zombie has 5 health, a skeleton 3)."""
+    hits = 0
+    while api.in_front() in names and hits < 12 and api.steps_left() > 1:
+        api.do()
+        hits += 1
+    return True
+
+
+def fight_adjacent(api, g):
+    for m, d in dirs().items():
+        if g[d] in ["zombie", "skeleton"]:
+            api.move(m)  # blocked by the creature: only turns to face it
+            return strike(api, ["zombie", "skeleton"])
+    return False
+
+
+def fight_near(api, g, inv):
+    for name in ["zombie", "skeleton"]:
+        if near(g, name) and get_to(api, [name], inv):
+            return strike(api, [name])
+    return False
+
+
+def hunt(api, name):
+    inv = api.inventory()
+    for attempt in range(8):
+        if api.steps_left() < 3 or threat(api) or not get_to(api, [name], inv):
+            return attempt > 0
+        api.do()
+    return True
+
+
+def drink(api):
+    if not get_to(api, ["water"], api.inventory()):
+        return False
+    while api.inventory()["drink"] < 9 and api.steps_left() > 1 and not threat(api):
+        api.do()
+    return True
+
+
+def sealed(g):
+    """The walkable cells connected to the player are at most three and all in view: nothing can walk in."""
+    seen = [(0, 0)]
+    for x, y in seen:
+        for ux, uy in dirs().values():
+            c = (x + ux, y + uy)
+            if c not in g:
+                return False
+            if c not in seen and g[c] in walkable() + ["zombie", "skeleton", "cow", "arrow"]:
+                seen.append(c)
+    return len(seen) <= 3
+
+
+def solid(name):
+    """Nothing walks into this cell."""
+    return name not in walkable() + ["zombie", "skeleton", "cow", "arrow", "plant", "ripe_plant", "unknown"]
+
+
+def find_pocket(g, inv):
+    """A cell E reachable over walkable cells and a way d such that E+d and E+2d can be mined and every
+    other neighbour of those two cells is solid: the route to E and d, or None."""
+    dig = diggable(inv)
+    routes = {(0, 0): []}
+    queue = [(0, 0)]
+    for x, y in queue:
+        for m, (ux, uy) in dirs().items():
+            a = (x + ux, y + uy)
+            b = (x + 2 * ux, y + 2 * uy)
+            if g.get(a) in dig and g.get(b) in dig:
+                around = [(a[0] + uy, a[1] + ux), (a[0] - uy, a[1] - ux), (b[0] + uy, b[1] + ux),
+                          (b[0] - uy, b[1] - ux), (b[0] + ux, b[1] + uy)]
+                if all(c in g and solid(g[c]) for c in around):
+                    return routes[(x, y)], m
+        for m, (ux, uy) in dirs().items():
+            c = (x + ux, y + uy)
+            if c in g and c not in routes and g[c] in walkable():
+                routes[c] = routes[(x, y)] + [m]
+                queue.append(c)
+    return None
+
+
+def shelter_and_sleep(api, g, inv):
+    """Inside a sealed pocket: sleep until energy is full (a zombie hits a sleeper for 7), then rest while
+    hurt. Outside: dig two cells into stone, step back into the first and wall up its mouth with stone,
+    the only way to face the cell behind the player. With no pocket in reach, sleep in the open only
+    when exhausted and no zombie is in view."""
+    if sealed(g):
+        while api.steps_left() > 1 and api.inventory()["energy"] < 9:
+            health = api.inventory()["health"]
+            api.sleep()
+            if api.inventory()["health"] < health:
+                return True
+        if api.steps_left() > 1 and api.inventory()["health"] < 6:
+            api.noop(min(api.steps_left() - 1, 26))  # health comes back one point in about 26 steps
+        api.noop()  # the first step with full energy wakes the player
+        return True
+    found = find_pocket(g, inv) if inv["wood_pickaxe"] > 0 and inv["stone"] > 0 else None
+    if found is not None:
+        moves, d = found
+        for m in moves:
+            if not api.move(m):
+                return True
+        back = {"left": "right", "right": "left", "up": "down", "down": "up"}[d]
+        for step in range(2):
+            api.move(d)  # faces the stone (a blocked step only turns), mines it, steps in
+            api.do()
+            api.move(d)
+        api.move(back)
+        api.place("stone")
+        return True
+    if inv["energy"] < 2 and not near(g, "zombie"):
+        while api.steps_left() > 1 and api.inventory()["energy"] < 9 and not threat(api):
+            health = api.inventory()["health"]
+            api.sleep()
+            if api.inventory()["health"] < health:
+                return True
+        return True
+    return False
+
+
+def station_near(g, name):
+    return any(g.get((dx, dy)) == name for dx in [-1, 0, 1] for dy in [-1, 0, 1])
+
+
+def craft_step(api, g, inv):
+    """Make the next tool whose materials are in the inventory; place a table, or a furnace beside the
+    table, where one is needed and none is in view (iron is usually found far from the first table)."""
+    wants = [(tool, uses, stations) for tool, uses, stations in RECIPES if inv[tool] < 1]
+    for tool, uses, stations in wants:
+        if all(inv[k] >= n for k, n in uses.items()) and all(near(g, s) for s in stations):
+            if craft(api, tool, stations):
+                return True
+    table_needed = any(all(inv[k] >= n for k, n in uses.items() if k != "wood") for tool, uses, s in wants)
+    if table_needed and not near(g, "table") and inv["wood"] >= TABLE_WOOD + 1:
+        return place(api, "table", walkable())
+    iron_ready = inv["iron"] > 0 and inv["coal"] > 0 and inv["wood"] > 0
+    if iron_ready and (inv["iron_pickaxe"] < 1 or inv["iron_sword"] < 1) and near(g, "table") \\
+            and not near(g, "furnace") and inv["stone"] >= FURNACE_STONE:
+        get_to(api, ["table"], inv)
+        return place(api, "furnace", walkable())
+    return False
+
+
+def craft(api, tool, stations):
+    """Walk to a cell with every station among its 8 neighbours, then make the tool."""
+    for attempt in range(3):
+        g = grid(api)
+        if all(station_near(g, s) for s in stations):
+            return api.make(tool)
+        routes = {(0, 0): []}
+        queue = [(0, 0)]
+        goal = None
+        for x, y in queue:
+            if all(s in [g.get((x + dx, y + dy)) for dy in [-1, 0, 1] for dx in [-1, 0, 1]] for s in stations):
+                goal = routes[(x, y)]
+                break
+            for m, (ux, uy) in dirs().items():
+                c = (x + ux, y + uy)
+                if c in g and c not in routes and g[c] in walkable():
+                    routes[c] = routes[(x, y)] + [m]
+                    queue.append(c)
+        if goal is None:
+            return False
+        for m in goal:
+            if not api.move(m):
+                break
+    return False
+
+
+def place(api, item, on):
+    """Place `item` on a neighbouring cell that is one of `on`. A walkable cell can only be faced by
+    stepping towards it, so prefer one with another free cell behind it to step back from."""
+    if api.in_front() in on:
+        return api.place(item)
+    g = grid(api)
+    for behind_free in [True, False]:
+        for m, (dx, dy) in dirs().items():
+            if g[(dx, dy)] in on and (not behind_free or g[(2 * dx, 2 * dy)] in walkable()):
+                api.move(m)
+                if api.in_front() in on:
+                    return api.place(item)
+    return False
+
+
+def collect_step(api, g, inv):
+    """Collect what the tools still to be made need, most valuable first; stone only while it is close
+    once there is enough for a furnace and a pocket's wall."""
+    wants = []
+    if inv["wood"] < (9 if inv["iron_sword"] < 1 else 2):
+        wants.append("tree")
+    if inv["wood_pickaxe"] > 0 and inv["stone"] < 9:
+        wants.append("stone")
+    if inv["wood_pickaxe"] > 0 and inv["coal"] < 2:
+        wants.append("coal")
+    if inv["stone_pickaxe"] > 0 and inv["iron"] < 2:
+        wants.append("iron")
+    if inv["iron_pickaxe"] > 0:
+        wants.append("diamond")
+    for name in ["diamond", "iron", "coal", "tree", "stone"]:
+        if name not in wants or not near(g, name):
+            continue
+        if name == "stone" and inv["stone"] >= 5 and not near_cell(g, "stone", 2):
+            continue
+        if get_to(api, [name], inv):
+            api.do()
+            return True
+    return False
+
+
+def sapling(api, g):
+    """Hit a neighbouring grass cell until a sapling drops (each hit: probability 0.1)."""
+    for m, d in dirs().items():
+        if g[d] == "grass":
+            api.move(m)
+            if api.in_front() != "grass":
+                continue
+            before = api.inventory()["sapling"]
+            for i in range(20):
+                if threat(api) or api.steps_left() < 2:
+                    return True
+                api.do()
+                if api.inventory()["sapling"] > before:
+                    return True
+            return True
+    return False
+
+
+def explore(api, inv):
+    """Keep going the way the player faces, digging through stone with a pickaxe; turn when the way is
+    blocked or lava is two cells ahead, and stop once something worth a call comes into view."""
+    passable = walkable() + diggable(inv)
+    order = ["up", "right", "down", "left"]
+    way = [m for m, d in dirs().items() if d == api.facing()][0]
+    moved = False
+    for step in range(12):
+        g = grid(api)
+        if step > 0 and (interesting(g, inv) or threat(api)):
+            return True
+        ux, uy = dirs()[way]
+        if g[(ux, uy)] not in passable or g.get((2 * ux, 2 * uy)) == "lava":
+            turns = [order[(order.index(way) + i) % 4] for i in [1, 3, 2]]
+            free = [m for m in turns if g[dirs()[m]] in passable and
+                    g.get((2 * dirs()[m][0], 2 * dirs()[m][1])) != "lava"]
+            if not free:
+                api.noop()
+                return moved
+            way = free[0] if step % 2 == 0 else free[-1]
+            ux, uy = dirs()[way]
+        if api.steps_left() < 2:
+            return moved
+        if g[(ux, uy)] in diggable(inv):
+            api.move(way)
+            api.do()
+        moved = api.move(way) or moved
+    return moved
+
+
+def interesting(g, inv):
+    names = set(g.values())
+    return ("water" in names and inv["drink"] < 6 or "cow" in names and inv["food"] < 6
+            or "zombie" in names or "ripe_plant" in names or "tree" in names and inv["wood"] < 5
+            or "coal" in names and inv["wood_pickaxe"] > 0 and inv["coal"] < 2
+            or "iron" in names and inv["stone_pickaxe"] > 0 and inv["iron"] < 2
+            or "diamond" in names and inv["iron_pickaxe"] > 0)
+'''
+
+TABLE_WOOD = C.place["table"]["uses"]["wood"]
+FURNACE_STONE = C.place["furnace"]["uses"]["stone"]
+# (tool, what it uses, the stations it needs nearby) in the order the program makes them, from Crafter's tables
+RECIPES = [(tool, C.make[tool]["uses"], C.make[tool]["nearby"]) for tool in
+           ("wood_pickaxe", "wood_sword", "stone_pickaxe", "stone_sword", "iron_pickaxe", "iron_sword")]
+
+
+def program_source() -> str:
+    """The program's source with Crafter's recipe costs filled in (a code action cannot import them)."""
+    return (SOURCE.replace("TABLE_WOOD", str(TABLE_WOOD)).replace("FURNACE_STONE", str(FURNACE_STONE))
+            .replace("RECIPES", repr(RECIPES)).lstrip("\n"))
