@@ -19,6 +19,7 @@ from tqdm import tqdm
 import distributed as D
 import env as E
 import ppo as P
+import skills
 from core import SubAction
 from policy import Agent
 
@@ -55,13 +56,15 @@ class Library:
         return np.array(base + [a.name in live for a in self.actions], dtype=bool)
 
 
-def reuse_skill(skill_library, name: str, check, iteration: int) -> E.CodeAction | None:
+def reuse_skill(skill_library, name: str, check, iteration: int, hand_written: bool) -> E.CodeAction | None:
     """The plan said "reuse": the skill library's best version of `name`, through `check` (the fast agent's
-    sandbox check and dry run, as for new code); None if it fails them or no library is in use (then the
-    fast agent writes the sub-action after all)."""
+    sandbox check and dry run, as for new code); None if it fails them, no library is in use, or it is
+    hand-written and `hand_written` does not allow that (then the fast agent writes the sub-action after all)."""
     if skill_library is None:
         return None
     action, why = skill_library.reuse(name, check)
+    if action is not None and action.doc.startswith(skills.LABEL) and not hand_written:
+        action, why = None, "it is hand-written, and this LLM run uses no hand-written code (see --hand-written)"
     tqdm.write(f"[iter {iteration}] {name!r}: " + (f"reused {why} from the skill library, no LLM call" if action
                                                    else f"not reused ({why}): the fast agent writes it"))
     return action
@@ -74,11 +77,13 @@ def _empty_row() -> dict:
 
 
 class CodeStats:
-    """What the critic reads about each code action: how often chosen, how often it worked, its cost."""
+    """What the critic reads about each code action (how often chosen, how often it worked, its cost) and
+    about the training episodes that finished meanwhile: (env steps, success) of each, for evidence.py."""
 
     def __init__(self, library: Library):
         self.library, self.decisions = library, 0
         self.rows: dict[str, dict] = {}
+        self.episodes: list[tuple[int, bool]] = []
 
     def _row(self, name: str) -> dict:
         return self.rows.setdefault(name, _empty_row())
@@ -96,25 +101,32 @@ class CodeStats:
             row["reward"] += float(reward[i])
             if err[i]:
                 row["errors"][str(err[i]).splitlines()[0][:160]] += 1
+        final = infos.get("final_info", {})
+        if "episode" in final:
+            ep = final["episode"]
+            self.episodes += [(int(ep["l"][i]), bool(ep["success"][i])) for i in np.flatnonzero(final["_episode"])]
 
-    def restore(self, decisions: int, rows: dict) -> None:
+    def restore(self, decisions: int, rows: dict, episodes: list | None = None) -> None:
         """Counts kept by a checkpoint; a count it predates starts at zero (old checkpoints resume)."""
         self.decisions, self.rows = decisions, {name: {**_empty_row(), **r} for name, r in rows.items()}
+        self.episodes = [(int(n), bool(ok)) for n, ok in episodes or []]
 
-    def totals(self) -> tuple[int, dict]:
-        """Every rank's counts summed, as a copy (this rank's own stay as they are): what a checkpoint keeps."""
-        decisions, rows = 0, {}
-        for d, rs in D.all_gather([(self.decisions, self.rows)]):
+    def totals(self) -> tuple[int, dict, list]:
+        """Every rank's counts summed and episodes joined, as a copy (this rank's own stay as they are):
+        what a checkpoint keeps."""
+        decisions, rows, episodes = 0, {}, []
+        for d, rs, eps in D.all_gather([(self.decisions, self.rows, self.episodes)]):
             decisions += d
+            episodes += eps
             for name, r in rs.items():
                 row = rows.setdefault(name, _empty_row())
                 for key in row:
                     row[key] += r[key]
-        return decisions, rows
+        return decisions, rows, episodes
 
     def gather(self) -> None:
         """Sum every rank's counts so the critic reads the whole run (a no-op on one process)."""
-        self.decisions, self.rows = self.totals()
+        self.decisions, self.rows, self.episodes = self.totals()
 
     def summary(self) -> dict:
         return {name: {"chosen": r["chosen"], "share": round(r["chosen"] / max(1, self.decisions), 4),

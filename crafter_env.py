@@ -207,7 +207,7 @@ class CrafterEnv(gym.Env):
         self.action_space = gym.spaces.Discrete(len(ACTIONS))
         self.frames: list[np.ndarray] | None = None  # set to [] to record every frame (GIFs)
         self._image: np.ndarray | None = None
-        self.world_seed, self._length, self._crafter_return = None, 0, 0.0  # no episode yet: an empty row
+        self.world_seed, self._length, self._crafter_return, self._end = None, 0, 0.0, ""  # no episode yet
         self._achievements = dict.fromkeys(ACHIEVEMENTS, 0)
         self.set_subtask(None)
 
@@ -243,7 +243,7 @@ class CrafterEnv(gym.Env):
             self.world_seed = hash((self._crafter_seed, self.episode_number + 1)) % (2**31 - 1)
         self._crafter._world.next_seed = self.world_seed  # read by the world reset of make_crafter
         image = self._crafter.reset()
-        self._length, self._return, self._crafter_return = 0, 0.0, 0.0
+        self._length, self._return, self._crafter_return, self._end = 0, 0.0, 0.0, ""
         self._achievements, self._subtask_done = dict.fromkeys(ACHIEVEMENTS, 0), False
         if self.frames is not None:
             self.frames = [image]
@@ -251,6 +251,7 @@ class CrafterEnv(gym.Env):
 
     def step(self, action):
         before = dict(self._crafter._player.inventory) if self.shaping else None
+        health = self._crafter._player.health
         image, reward, dead, cinfo = self._crafter.step(int(action))
         self._length += 1
         self._crafter_return += cinfo["reward"]
@@ -270,6 +271,7 @@ class CrafterEnv(gym.Env):
         truncated = not terminated and self._length >= self.max_steps
         info = {"prim_steps": 1, "success": success}
         if terminated or truncated:
+            self._end = "success" if success else f"died: {self._death_cause(health)}" if dead else "time limit"
             info["episode"] = {"r": self._return, "l": self._length, "success": success,
                                "achievements": sum(v > 0 for v in cinfo["achievements"].values()),
                                "seed": self.world_seed, "subtask": self.subtask or "",
@@ -286,7 +288,23 @@ class CrafterEnv(gym.Env):
         The trainer also asks for it at the end of a run, for the episodes still going then."""
         row = {"length": self._length, "reward": round(self._crafter_return, 1)}
         row.update({f"achievement_{k}": v for k, v in self._achievements.items()})
-        return dict(row, seed=self.world_seed, iteration=self.iteration)
+        return dict(row, seed=self.world_seed, iteration=self.iteration, end=self._end)
+
+    def _death_cause(self, health_before: int) -> str:
+        """What took the player's last health on this step, by Crafter's rules (crafter/objects.py): lava
+        kills at once; a zombie next to the player hits for 2 (7 asleep) and then waits 5 steps; an empty
+        food, drink or energy meter drains 1 health now and then; what is left is a skeleton's arrow (2)."""
+        player, world = self._crafter._player, self._crafter._world
+        if world[player.pos][0] == "lava":
+            return "lava"
+        if any(type(o).__name__ == "Zombie" and o.cooldown == 5 and o.distance(player) <= 1 for o in world.objects):
+            return "zombie"
+        empty = [name for m, name in (("food", "hunger"), ("drink", "thirst"), ("energy", "fatigue"))
+                 if player.inventory[m] == 0]
+        if empty and health_before <= 1:
+            return " and ".join(empty)
+        return "arrow"
+
 
     @staticmethod
     def _write_stats(row: dict, path: Path) -> None:

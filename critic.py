@@ -7,7 +7,9 @@ through the same steps: `Feedback.from_dict` (also how a run directory stores it
 (names and variants against the plan) and `apply_feedback` (the new Plan). Changes to code (a
 variant to swap in, a fix for the code writer) stay in the Feedback: they are not part of a Plan.
 
-`keep_change` is the rollback rule: a change is kept only if the next iteration is not worse.
+`keep_change` is the rollback rule: a change is kept only if the next iteration is not worse (by its
+success, its Crafter score where the task has no goal, or how long success takes once it is saturated).
+What the rules read about the episodes is computed in evidence.py.
 
     python critic.py    # nothing to run: the slow agent (slow_agent.py) calls this; see tests/test_critic.py
 """
@@ -47,7 +49,11 @@ class Feedback:
     reasons: list[str] = field(default_factory=list)  # one line per decision, "<what>: <why>", for the log
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """As JSON stores and the planner reads it: an rl_config left out stays out (null is off the schema)."""
+        d = asdict(self)
+        if d["rl_config"] is None:
+            del d["rl_config"]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict) -> Feedback:
@@ -57,12 +63,16 @@ class Feedback:
                    [str(r) for r in d.get("reasons") or []])
 
 
-def check_feedback(feedback: Feedback, plan: Plan) -> Feedback:
+def check_feedback(feedback: Feedback, plan: Plan, variants_allowed: bool = True) -> Feedback:
     """The feedback with every name read as the plan's sub-action (a code version such as chop_tree_v2
     names chop_tree); ValueError, worded for the model to fix, if it names what the plan lacks, moves a
-    sub-action both ways, asks for a variant that does not exist or an RL config off the menu."""
+    sub-action both ways, asks for a variant that does not exist (or any, where `variants_allowed` is
+    False: an LLM run uses no hand-written code unless its user asked) or an RL config off the menu."""
     names = {s.name for s in plan.subactions}
     fb = feedback
+    if fb.variants and not variants_allowed:
+        raise ValueError(f"variants {fb.variants}: this run uses no hand-written code, so there are no variants "
+                         "to choose; leave \"variants\" out and say in \"fixes\" how to change the code")
     unknown = sorted(n for n in {*fb.to_code, *fb.to_rl, *fb.fixes, *fb.variants} if _sub_of(n, names) is None)
     if unknown:
         raise ValueError(f"unknown sub-action names {unknown}; the plan has {sorted(names)}")
@@ -99,42 +109,81 @@ def apply_feedback(plan: Plan, feedback: Feedback) -> Plan:
 # ----------------------------------------------------------------------------------------------
 # The rollback rule.
 
-# A drop in success counts as "worse" only beyond this many standard errors of the difference of two
-# binomial rates (pooled). One standard error: an unchanged plan is wrongly rolled back in about 16% of
-# iterations, while a harmful change that costs more than the noise is caught; with the few iterations
-# a run has, keeping a bad change for good costs more than trying a good one again later.
+# A difference counts as "worse" only beyond this many standard errors of the difference. One standard
+# error: an unchanged plan is wrongly rolled back in about 16% of iterations, while a harmful change that
+# costs more than the noise is caught; with the few iterations a run has, keeping a bad change for good
+# costs more than trying a good one again later.
 ROLLBACK_Z = 1.0
-# Fewer finished episodes than this on either side and no change is rolled back: a rate over a handful of
+# Fewer finished episodes than this on either side and a rule measures nothing: a rate over a handful of
 # episodes moves by a third on one episode, and the normal approximation behind ROLLBACK_Z fails there.
 ROLLBACK_MIN_EPISODES = 20
+# Success at least this high on both sides is saturated: a change can hardly raise it, so what it can
+# still make worse is how long success takes (the efficiency rule).
+SATURATED = 0.9
 
 
-def keep_change(previous: tuple[float | None, int], current: tuple[float | None, int]) -> tuple[bool, str]:
-    """Keep this iteration's change unless its success (rate, finished episodes) is worse than the
-    previous iteration's: lower by more than ROLLBACK_Z pooled binomial standard errors. With fewer
-    than ROLLBACK_MIN_EPISODES finished episodes on a side nothing is measured: the change is kept (said so)."""
-    (p0, n0), (p1, n1) = previous, current
-    if p0 is None or p1 is None or min(n0, n1) < ROLLBACK_MIN_EPISODES:
-        return True, (f"kept: too few finished episodes to tell (n={n0} and n={n1}; a rollback needs "
-                      f"{ROLLBACK_MIN_EPISODES} on each side)")
+def keep_change(previous: dict, current: dict) -> tuple[bool, str]:
+    """Keep this iteration's change unless it made things worse than the iteration before it. Each side is
+    an iteration's history row (run_dir.record_iteration: train_success, train_episodes, episode_lengths,
+    score), all over that iteration's own training episodes. The first rule that applies decides, and the
+    reason names it:
+    - Crafter-score rule, for a task with no single goal (`crafter`, where success is always 0): worse if
+      the score is lower by more than ROLLBACK_Z standard errors of the difference (each side's bootstrap
+      standard error, evidence.crafter_score, combined as independent samples);
+    - success rule: worse if the success rate is lower by more than ROLLBACK_Z pooled binomial standard
+      errors; better if higher by as much;
+    - efficiency rule, when success is within the noise and saturated (>= SATURATED on both sides): worse
+      if successful episodes take longer on average by more than ROLLBACK_Z standard errors of the
+      difference of the two means.
+    A side with fewer than ROLLBACK_MIN_EPISODES episodes (successful ones for the efficiency rule) measures
+    nothing: the change is kept, and the reason says so."""
+    n0, n1 = previous.get("train_episodes", 0), current.get("train_episodes", 0)
+    too_few = (f"kept: too few finished episodes to tell (n={n0} and n={n1}; a rollback needs "
+               f"{ROLLBACK_MIN_EPISODES} on each side)")
+    if min(n0, n1) < ROLLBACK_MIN_EPISODES:
+        return True, too_few
+    c0, c1 = previous.get("score"), current.get("score")
+    if c0 and c1:
+        margin = ROLLBACK_Z * math.hypot(c0["se"], c1["se"])
+        shown = (f"Crafter score of the training episodes {num(c1['score'])} (n={c1['episodes']}) against "
+                 f"{num(c0['score'])} (n={c0['episodes']}), noise margin {num(margin)}")
+        worse = c0["score"] - c1["score"] > margin
+        return not worse, f"{'rolled back' if worse else 'kept'} by the Crafter-score rule: {shown}: " \
+                          f"{'worse' if worse else 'not worse'}"
+    p0, p1 = previous.get("train_success"), current.get("train_success")
+    if p0 is None or p1 is None:
+        return True, too_few
     pooled = (p0 * n0 + p1 * n1) / (n0 + n1)
     margin = ROLLBACK_Z * math.sqrt(pooled * (1 - pooled) * (1 / n0 + 1 / n1))
-    shown = f"success {p1:.3f} (n={n1}) against {p0:.3f} (n={n0}), noise margin {margin:.3f}"
+    shown = f"training success {p1:.3f} (n={n1}) against {p0:.3f} (n={n0}), noise margin {margin:.3f}"
     if p0 - p1 > margin:
-        return False, f"rolled back: {shown}: worse"
-    return True, f"kept: {shown}: not worse"
+        return False, f"rolled back by the success rule: {shown}: worse"
+    if p1 - p0 > margin or min(p0, p1) < SATURATED:
+        return True, f"kept by the success rule: {shown}: {'better' if p1 - p0 > margin else 'not worse'}"
+    e0, e1 = previous.get("episode_lengths") or {}, current.get("episode_lengths") or {}
+    k0, k1 = e0.get("successes", 0), e1.get("successes", 0)
+    if min(k0, k1) < ROLLBACK_MIN_EPISODES or e0.get("success_length_se") is None \
+            or e1.get("success_length_se") is None:
+        return True, (f"kept by the success rule: {shown}: not worse (success is saturated, but too few "
+                      f"successful episodes, n={k0} and n={k1}, to judge their length)")
+    l0, l1 = e0["success_mean_length"], e1["success_mean_length"]
+    margin_l = ROLLBACK_Z * math.hypot(e0["success_length_se"], e1["success_length_se"])
+    slower = l1 - l0 > margin_l
+    return not slower, (f"{'rolled back' if slower else 'kept'} by the efficiency rule: {shown}, saturated "
+                        f"(>= {SATURATED} both sides); successful training episodes took {num(l1)} env steps "
+                        f"on average (n={k1}) against {num(l0)} (n={k0}), noise margin {num(margin_l)}: "
+                        f"{'slower' if slower else 'not slower'}")
 
 
 def rollback_if_worse(state: dict, library) -> str | None:
     """After an iteration that ran with a change the critic made (state["before_change"], set by the plan
-    phase): keep it unless success got worse (keep_change); a rolled-back change restores the plan and
+    phase): keep it unless it made things worse (keep_change); a rolled-back change restores the plan and
     the code actions in use before it, and the next iteration trains that plan again without a re-plan.
     Returns the decision with its reason, or None when the iteration changed nothing."""
     before, history = state.pop("before_change", None), state["history"]
     if before is None or len(history) < 2:
         return None
-    (p0, n0), (p1, n1) = [(h["train_success"], h["train_episodes"]) for h in history[-2:]]
-    keep, why = keep_change((p0, n0), (p1, n1))
+    keep, why = keep_change(history[-2], history[-1])
     history[-1]["change"] = why
     if not keep:
         state["plan"], library.active, state["rolled_back"] = before["plan"], dict(before["active"]), True
@@ -143,41 +192,34 @@ def rollback_if_worse(state: dict, library) -> str | None:
 
 
 # ----------------------------------------------------------------------------------------------
-# Where failed episodes stop.
-
-# Fewer failed episodes than this say too little about where they stop (a share of 3 is 0, 33, 67 or 100%)
-MIN_FAILED_EPISODES = 5
-# The first prerequisite that at least this share of failed episodes never reached is where they stall:
-# earlier ones most of them got past, so the problem is this step.
-STALL_SHARE = 0.5
-
-
-def stall_shares(task_name: str, rows: list[dict]) -> dict:
-    """From Crafter episode rows (env.stats_row: achievement_* counts), which prerequisite the failed
-    episodes (the task's achievement never unlocked) stopped at: {"failed_episodes": n, "never_reached":
-    {achievement: share of the n that never unlocked it}}, prerequisites in chain order."""
-    task = get_task(task_name)
-    failed = [r for r in rows if task.achievement and not r.get(f"achievement_{task.achievement}", 0)]
-    shares = {a: round(sum(not r.get(f"achievement_{a}", 0) for r in failed) / len(failed), 3)
-              for a in task.prerequisites} if failed else {}
-    return {"failed_episodes": len(failed), "never_reached": shares}
-
-
-# ----------------------------------------------------------------------------------------------
 # The library backend's critic: hand-written rules over the statistics an LLM critic sees.
 
 MIN_CALLS = 10  # fewer calls than this say too little about a code action
 ERROR_SHARE = 0.1  # code failing (raising, running out of budget) this often is broken: fix, swap or drop it
 LOW_SUCCESS = 0.5  # returning True less often than this: try another version, if there is one
+# Fewer failed episodes than this say too little about where they stop (a share of 3 is 0, 33, 67 or 100%)
+MIN_FAILED_EPISODES = 5
+# The first prerequisite that at least this share of failed episodes never reached is where they stall:
+# earlier ones most of them got past, so the problem is this step.
+STALL_SHARE = 0.5
+# An achievement unlocked in fewer than this share of an iteration's episodes is named as rare (crafter)
+RARE = 0.1
+# A cause that ends at least this share of the failed episodes is acted on, when it is a meter running
+# empty: the survival achievement that refills it -> the meter (an inventory item the plan may shape).
+DEATH_SHARE = 0.25
+METERS = {"thirst": ("collect_drink", "drink"), "hunger": ("eat_cow", "food"), "fatigue": ("wake_up", "energy")}
+METER_SHAPING = 0.1  # reward per unit of the meter regained, as the plan's shaping of an item gained
 
 
 def rule_based_critique(plan: Plan, code_actions: list[CodeAction], stats: dict) -> Feedback:
     """Decide concrete changes from the per-code-action statistics (stats["code_actions"], as
-    code_actions.CodeStats.summary gives them) and, when present, where failed episodes stopped
-    (stats["stalls"], as stall_shares gives it). A failing hand-written code action is swapped for its
-    next variant; after the last variant, one that still raises goes to RL; failed episodes stalling at
-    a sub-task move its rl sub-action to code when a hand-written skill exists, else try that skill's
-    next variant, and unmask the base action of that step. Every decision gets one line in `reasons`."""
+    code_actions.CodeStats.summary gives them) and the iteration's episodes (evidence.iteration_evidence):
+    where failed episodes stalled (stats["stalls"]; for `crafter`, which has no goal, the first step of the
+    tech tree that most episodes never unlocked, from stats["score"]) and how they ended (stats["ends"]). A
+    failing hand-written code action is swapped for its next variant; after the last variant, one that still
+    raises goes to RL; a stall moves its rl sub-action to code when a hand-written skill exists, else tries
+    that skill's next variant, and unmasks and shapes that step; episodes dying of an empty meter get its
+    survival step coded and the meter shaped. Every decision gets one line in `reasons`."""
     active, per_action = active_code(plan, code_actions), stats.get("code_actions", {})
     notes, reasons, to_code, to_rl, fixes, variants = [], [], [], [], {}, {}
     for s in plan.code_subactions if stats.get("mode") != "rl+config" else []:  # rl+config writes no code
@@ -214,7 +256,15 @@ def rule_based_critique(plan: Plan, code_actions: list[CodeAction], stats: dict)
                            "tried: leave it to RL")
         else:
             notes.append(f"{s.name} {why} with its last variant, without errors: when to call it is RL's job")
-    rl_config = _act_on_stall(plan, stats.get("stalls") or {}, active, to_code, to_rl, variants, reasons, notes)
+    config = copy.deepcopy(plan.rl_config)
+    lists = (active, to_code, to_rl, variants, reasons, config)
+    stalls, chain = stats.get("stalls") or {}, get_task(plan.task).prerequisites
+    if stats.get("score"):  # no goal: every episode counts, and the tech tree is the chain
+        notes.append(_rare_text(stats["score"]))
+        stalls, chain = {"failed_episodes": stats["score"]["episodes"], "never_reached": {
+            a: round(1 - p, 3) for a, p in stats["score"]["achievements"].items()}}, skills.TECH_TREE
+    _act_on_stall(plan, stalls, chain, lists, notes)
+    _act_on_deaths(plan, stats.get("ends") or {}, lists, notes)
     trend = stats.get("success_trend") or []
     direction = "not measured"
     if len(trend) >= 2:
@@ -222,19 +272,53 @@ def rule_based_critique(plan: Plan, code_actions: list[CodeAction], stats: dict)
     said = notes + reasons
     summary = (f"[hand-written rule-based critic, not an LLM] success rate {success_text(stats)}, trend "
                f"{direction}. " + ("; ".join(said) + "." if said else "No code action stood out."))
+    rl_config = config if config != plan.rl_config else None
     return Feedback(summary, to_code, to_rl, fixes, variants, rl_config, reasons)
 
 
-def _act_on_stall(plan: Plan, stalls: dict, active: dict[str, CodeAction], to_code: list[str],
-                  to_rl: list[str], variants: dict[str, str], reasons: list[str], notes: list[str]) -> dict | None:
-    """The changes for the sub-task failed episodes stall at (appended to the lists given); returns a
-    new RL config, or None to keep the plan's. A stall the rules have no remedy left for is a note."""
+def _rare_text(score: dict) -> str:
+    rates = score["achievements"]
+    never = [a for a, p in rates.items() if p == 0]
+    rare = [f"{a} {num(p)}" for a, p in rates.items() if 0 < p < RARE]
+    return (f"Crafter score {num(score['score'])} (+- {num(score['se'])}, n={score['episodes']} episodes); never "
+            f"unlocked: {', '.join(never) or 'none'}; rarely (share of episodes): {', '.join(rare) or 'none'}")
+
+
+def _act_on_stall(plan: Plan, stalls: dict, chain, lists: tuple, notes: list[str]) -> None:
+    """The changes for the step of `chain` the failed episodes stall at (appended to `lists`: active, to_code,
+    to_rl, variants, reasons, and the new RL config, changed in place). A stall with no remedy left is a note."""
     n, shares = stalls.get("failed_episodes", 0), stalls.get("never_reached", {})
-    stuck = next((a for a in get_task(plan.task).prerequisites if shares.get(a, 0.0) >= STALL_SHARE), None)
+    stuck = next((a for a in chain if shares.get(a, 0.0) >= STALL_SHARE), None)
     if n < MIN_FAILED_EPISODES or stuck is None:
-        return None
-    where, before = f"{num(shares[stuck])} of {n} failed episodes never reached {stuck}", len(reasons)
-    name = skills.STEPS.get(stuck, (None, ""))[1]
+        return
+    where = f"{num(shares[stuck])} of {n} failed episodes never reached {stuck}"
+    _remedy(plan, stuck, where, skills.SHAPING.get(stuck), lists, notes)
+
+
+def _act_on_deaths(plan: Plan, ends: dict, lists: tuple, notes: list[str]) -> None:
+    """The changes for the most common way failed episodes end, when it is a meter running empty."""
+    n, counts = ends.get("failed_episodes", 0), ends.get("ends", {})
+    died = {end: c for end, c in counts.items() if end.startswith("died: ")}
+    if n < MIN_FAILED_EPISODES or not died:
+        return
+    end, count = max(died.items(), key=lambda kv: kv[1])
+    if count < DEATH_SHARE * n:
+        return
+    where, meter = f"{count} of {n} failed episodes ended as {end!r}", next((m for m in METERS if m in end), None)
+    if meter is None:
+        notes.append(f"{where}: the rules have no remedy for that (fighting and dodging are RL's)")
+        return
+    achievement, item = METERS[meter]
+    _remedy(plan, achievement, where, (item, METER_SHAPING), lists, notes)
+
+
+def _remedy(plan: Plan, achievement: str, where: str, shaping: tuple[str, float] | None, lists: tuple,
+            notes: list[str]) -> None:
+    """What the rules can do for a step that episodes fail at: its skill's sub-action to code (or that code's
+    next variant), its base action unmasked, its item shaped. Each change is one line in the reasons."""
+    active, to_code, to_rl, variants, reasons, config = lists
+    before = len(reasons)
+    name = skills.STEPS.get(achievement, (None, ""))[1]
     sub = next((s for s in plan.subactions if s.name == name), None)
     decided = {*to_code, *to_rl, *variants}
     if sub is not None and sub.name not in decided:
@@ -247,20 +331,16 @@ def _act_on_stall(plan: Plan, stalls: dict, active: dict[str, CodeAction], to_co
             if current is not None and current != versions[-1]:
                 variants[sub.name] = versions[versions.index(current) + 1]
                 reasons.append(f"{sub.name}: {where}; try variant {variants[sub.name]} instead of {current}")
-    config, changed = copy.deepcopy(plan.rl_config), False
-    if stuck in config["mask_actions"]:  # e.g. place_table masked while episodes stall before a table
-        config["mask_actions"].remove(stuck)
-        reasons.append(f"rl_config: {where}; unmask the base action {stuck}")
-        changed = True
-    item, weight = skills.SHAPING.get(stuck, (None, 0.0))
+    if achievement in config["mask_actions"]:  # e.g. place_table masked while episodes stall before a table
+        config["mask_actions"].remove(achievement)
+        reasons.append(f"rl_config: {where}; unmask the base action {achievement}")
+    item, weight = shaping or (None, 0.0)
     if item is not None and item not in config["shaping"]:
         config["shaping"][item] = weight
         reasons.append(f"rl_config: {where}; shape {item} (+{weight} per unit gained)")
-        changed = True
     if len(reasons) == before and (sub is None or sub.name not in decided):
         notes.append(f"{where}, but the rules have no remedy left for it (no other skill version, nothing to "
                      "unmask or shape): nothing changes for it")
-    return config if changed else None
 
 
 def success_text(stats: dict) -> str:

@@ -209,7 +209,11 @@ class LLMClient:
                 self._format_by_endpoint[self.url] = fmt
             text, usage, model = self._content(body, max_tokens)
             record.update(reply=text, model=model, usage=usage, format=fmt)
-            data = parse_json(text, json_schema) if json_schema else None
+            try:
+                data = parse_json(text, json_schema) if json_schema else None
+            except LLMReplyError as e:  # the user must see who answered prose or off-schema JSON, not just what
+                e.problem = f"{e.problem} (from {self.url}, model {model or '(the server default)'})"
+                raise
             return Reply(text, data, usage, model, time.monotonic() - t0, attempts)
         except LLMError as e:
             record.update(error={"type": type(e).__name__, "message": str(e),

@@ -123,8 +123,9 @@ def write_summary(run_dir: Path, history: list[dict], args) -> None:
     for h in history:
         train = "-" if h["train_success"] is None else f"{h['train_success']:.2f}"
         train += f" (n={h['train_episodes']})" if "train_episodes" in h else ""
+        code = ", ".join(n + (" (hand-written)" if n in h.get("hand_written", []) else "") for n in h["code_actions"])
         lines.append(f"| {h['iteration']} | {h['env_steps']} | {train} | {h['eval_success']:.2f} "
-                     f"| {h['eval_length']:.0f} | {', '.join(h['code_actions']) or '-'} | {h['llm_calls']} |")
+                     f"| {h['eval_length']:.0f} | {code or '-'} | {h['llm_calls']} |")
     if history:
         reused = ", ".join(dict.fromkeys(history[-1].get("reused", []))) or "none"
         lines += ["", f"LLM calls made by this run: {history[-1]['llm_calls']} (plans, code and critiques; HTTP "

@@ -32,6 +32,7 @@ import env as E
 import ppo as P
 import report
 import skill_library as SL
+import skills
 from code_actions import CodeStats, Library
 from fast_agent import save_attempts
 from llm import LLMClient, LLMError, ReplayClient, configured_endpoint, start_local_server
@@ -267,7 +268,7 @@ class IterationTally:
         self.run, self.stats, self.trend, self.last = run, CodeStats(library), [], None
         self.counted = {"episodes": 0, "successes": 0}
         if progress is not None and run["rank"] == 0:  # rank 0 holds every rank's counts up to the checkpoint
-            self.stats.restore(progress["decisions"], progress["rows"])
+            self.stats.restore(progress["decisions"], progress["rows"], progress.get("episodes"))
             self.trend, self.counted = progress["trend"], progress["counted"]
         self.bar = tqdm(total=total, initial=initial, unit="step", desc=desc, dynamic_ncols=True,
                         mininterval=0.5 if sys.stderr.isatty() else 30,  # a log file gets a line every 30 s
@@ -285,8 +286,9 @@ class IterationTally:
 
     def checkpoint(self) -> dict:
         """The counts so far, summed over the ranks: every rank calls this (a collective), rank 0 saves it."""
-        decisions, rows = self.stats.totals()
-        return {"decisions": decisions, "rows": rows, "trend": list(self.trend), "counted": dict(self.counted)}
+        decisions, rows, episodes = self.stats.totals()
+        return {"decisions": decisions, "rows": rows, "episodes": episodes, "trend": list(self.trend),
+                "counted": dict(self.counted)}
 
     def train_success(self) -> tuple[float | None, int]:
         """(success rate, episodes) of the training episodes that finished in this iteration."""
@@ -337,12 +339,36 @@ def record_iteration(run: dict, state: dict, critic_stats: dict, ev: dict, stats
                              "eval_success": ev["success_rate"],
                              "eval_length": ev["mean_length"], "eval_env_steps": ev["env_steps"],
                              "code_actions": list(library.active.values()), "rl_config": rl_config,
+                             "hand_written": hand_written(library), "episode_lengths": critic_stats["episode_lengths"],
+                             "score": critic_stats["score"] and {key: critic_stats["score"][key]
+                                                                 for key in ("score", "se", "episodes")},
                              "llm_calls": llm_calls(run), "reused": state.get("reused", []),
                              "n_actions": n_actions, "curriculum": _curriculum_row(state.get("curriculum")),
                              "wall_s": round(time.time() - t0, 1)})
     shown = "-" if train_success is None else f"{train_success:.2f}"
     tqdm.write(f"[iter {k}] env steps {step}: train success {shown} (n={n_train}), "
                f"eval success {ev['success_rate']:.2f} (n={critic_stats['eval_episodes']})")
+
+
+def hand_written(library: Library) -> list[str]:
+    """The code actions in use that are hand-written (skills.py, minedojo_skills.py: their doc carries
+    skills.LABEL), not model output: every place that lists code actions labels them."""
+    return [a.name for a in library.actions if a.name in library.active.values() and a.doc.startswith(skills.LABEL)]
+
+
+def in_use_text(library: Library) -> str:
+    """The code actions in use for the log, each hand-written one labelled so."""
+    labelled = set(hand_written(library))
+    return ", ".join(n + (" (hand-written, not LLM output)" if n in labelled else "")
+                     for n in library.active.values()) or "none"
+
+
+def record_feedback(run: dict, iteration: int, feedback) -> None:
+    """The critic's decision: iter_k/feedback.json, its summary and one line per decided change in the log."""
+    (run["dir"] / f"iter_{iteration}" / "feedback.json").write_text(json.dumps(feedback.to_dict(), indent=2))
+    tqdm.write(f"[iter {iteration}] critic: {feedback.summary}")
+    for reason in feedback.reasons:
+        tqdm.write(f"[iter {iteration}] critic decided: {reason}")
 
 
 def _curriculum_row(saved: dict | None) -> dict | None:

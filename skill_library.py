@@ -190,11 +190,12 @@ class SkillLibrary:
         for skill in {"crafter": skills.SKILLS, "minedojo": minedojo_skills.SKILLS}.get(self.backend, {}).values():
             self.add(skill, origin="hand-written")
 
-    def catalogue(self, task: str) -> dict[str, str]:
+    def catalogue(self, task: str, hand_written: bool = True) -> dict[str, str]:
         """What the slow agent is told: name -> one line, the skills most related to the task first,
-        capped at MAX_LISTED skills and MAX_LIST_CHARS characters."""
+        capped at MAX_LISTED skills and MAX_LIST_CHARS characters; without the hand-written ones if not
+        `hand_written` (an LLM run uses none unless its user asks: train.py --hand-written)."""
         words = _words(task)
-        best = sorted(self.best().values(),
+        best = sorted((v for v in self.best().values() if hand_written or v.record["origin"] != "hand-written"),
                       key=lambda v: (len(words & _words(f"{v.name} {v.record['description']}")), v.rank_key()),
                       reverse=True)
         out, size = {}, 0

@@ -42,6 +42,7 @@ import cli
 import curriculum as CU
 import distributed as D
 import env as E
+import evidence as EV
 import minedojo_skills
 import ppo as P
 import report
@@ -49,7 +50,7 @@ import run_dir as RD
 import skills
 from code_actions import Library, evaluate, grow_actions, reuse_skill, run_program, whole_task_subaction
 from core import Plan, api_doc
-from critic import Feedback, rollback_if_worse, stall_shares
+from critic import Feedback, rollback_if_worse
 from fast_agent import FastAgent
 from llm import LLMError
 from policy import Agent
@@ -108,6 +109,9 @@ class Args:
     """a run directory to continue from its last checkpoint"""
     list_tasks: bool = False
     """print the tasks and exit"""
+    hand_written: bool = False
+    """let an LLM run use skills.py's hand-written code: the critic may choose its variants, the planner reuse
+    its skills from the skill library (labelled hand-written wherever code actions are listed)"""
     crafter_impl: str = "fast"
     """fast: fastcrafter.Env, the same game bit for bit, several times faster | original: crafter.Env"""
 
@@ -135,7 +139,7 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
     else:
         previous = Plan.from_dict(state["plan"]) if state["plan"] else None
         if run["skills"] is not None:  # read again every iteration: other runs may have added skills
-            slow.library = run["skills"].catalogue(args.task)
+            slow.library = run["skills"].catalogue(args.task, hand_written=slow.hand_written)
         try:
             if state.pop("rolled_back", False):  # the critic's change was rolled back: train that plan again
                 plan = previous
@@ -161,9 +165,11 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
         if args.mode == "code" and run["llm"] is None:  # (every branch sets `action`)
             programs = skills if E.is_crafter(args.task) else minedojo_skills
             action = programs.whole_task_program(args.task, args.max_macro_steps)
-        elif variant:  # the critic chose another hand-written version of this skill
+        elif variant:  # the critic chose another hand-written version of this skill (an LLM run: --hand-written)
             action = skills.variants(sub.name)[variant]
-        elif sub.reuse and not fix and (action := reuse_skill(run["skills"], sub.name, fast.check_and_dry_run, k + 1)):
+            tqdm.write(f"[iter {k + 1}] {sub.name!r}: skills.py's hand-written variant {variant!r}, not LLM output")
+        elif sub.reuse and not fix and (action := reuse_skill(run["skills"], sub.name, fast.check_and_dry_run, k + 1,
+                                                              slow.hand_written)):
             state["reused"] = state.get("reused", []) + [sub.name]
         else:
             if run["llm"] is not None:
@@ -183,7 +189,7 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
     if feedback is not None and (state["plan"], library.active) != (before["plan"], before["active"]):
         state["before_change"] = before  # kept only if the next iteration is not worse (critic.rollback_if_worse)
     tqdm.write(f"[iter {k + 1}] plan: {len(plan.subactions)} sub-actions; code actions in use: "
-               f"{', '.join(library.active.values()) or 'none'}")
+               f"{RD.in_use_text(library)}")
 
 
 def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: dict) -> None:
@@ -245,12 +251,8 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
 
     mask = configure() if cu is not None else mask  # the mask of the last sub-task trained
     ev = evaluate(ppo.agent, args, library, mask, k, ppo.cfg.gamma, fixed_action=program)
-    train_success, n_train = tally.train_success()
-    critic_stats = {"task": args.task, "mode": args.mode, "iteration": k + 1, "env_steps": ppo.global_step,
-                    "success_rate": train_success, "success_episodes": n_train, "success_trend": tally.trend[-10:],
-                    "eval_success_rate": ev["success_rate"], "eval_episodes": args.eval_episodes,
-                    "mean_episode_length": ev["mean_length"], "code_actions": stats.summary(),
-                    "stalls": stall_shares(args.task, RD.episode_rows(run, k + 1)) if E.is_crafter(args.task) else {}}
+    critic_stats = EV.critic_stats(args, ppo.cfg.num_steps, k + 1, (start, ppo.global_step), tally, ev,
+                                   RD.episode_rows(run, k + 1))
     RD.record_iteration(run, state, critic_stats, ev, stats, library, CU.plan_rl_config(args.mode, state),
                         ppo.agent.n_actions, t0)
     if why := rollback_if_worse(state, library):  # the critic's last change, measured
@@ -269,10 +271,7 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
     finally:
         RD.log_rejections(k, "critic", run["slow"])
     state["feedback"] = feedback.to_dict()
-    (run["dir"] / f"iter_{k + 1}" / "feedback.json").write_text(json.dumps(state["feedback"], indent=2))
-    tqdm.write(f"[iter {k + 1}] critic: {feedback.summary}")
-    for reason in feedback.reasons:
-        tqdm.write(f"[iter {k + 1}] critic decided: {reason}")
+    RD.record_feedback(run, k + 1, feedback)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -308,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     run["checkpoint_mark"] = ppo.global_step // args.checkpoint_every
     if rank:  # each rank samples its own actions (a checkpoint holds rank 0's RNG state)
         P.seed_everything(args.seed + 1000 * rank + ppo.global_step)
-    run["slow"] = slow = SlowAgent(run["llm"])
+    run["slow"] = slow = SlowAgent(run["llm"], hand_written=args.hand_written or run["llm"] is None)
     fast = FastAgent(run["llm"], dry_run_task=args.task, dry_run_steps=args.max_macro_steps,
                      dry_run_options={"crafter_impl": args.crafter_impl} if E.is_crafter(args.task) else {})
     try:

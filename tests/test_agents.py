@@ -159,7 +159,7 @@ def test_plan_dict_round_trip():
 
 PLAN = Plan.from_dict({**json.loads(plan_json()), "task": "collect_wood"})
 STATS = {"task": "collect_wood", "iteration": 2, "env_steps": 48128, "success_rate": 0.137,
-         "success_trend": [0.021, 0.064, 0.137], "mean_episode_length": 211.5,
+         "success_trend": [0.021, 0.064, 0.137], "eval_mean_length": 211.5,
          "code_actions": {"chop_tree": {"chosen": 4321, "share": 0.083, "success_rate": 0.412,
                                         "mean_steps": 23.75, "mean_reward": 0.875,
                                         "errors": [["line 3: ZeroDivisionError: division by zero", 17],

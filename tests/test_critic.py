@@ -9,14 +9,17 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import numpy as np
 import pytest
 
+import report
 import sandbox
 import skills
 from core import CodeAction, Plan
 from critic import (
     ERROR_SHARE,
     LOW_SUCCESS,
+    METER_SHAPING,
     MIN_CALLS,
     MIN_FAILED_EPISODES,
     STALL_SHARE,
@@ -24,9 +27,9 @@ from critic import (
     apply_feedback,
     keep_change,
     rule_based_critique,
-    stall_shares,
 )
-from env import ACTIONS, make_env
+from env import ACHIEVEMENTS, ACTIONS, make_env
+from evidence import crafter_score, episode_ends, episode_measures, stall_shares
 from llm import LLMClient
 from slow_agent import SlowAgent
 from tests.fake_llm import FakeLLMServer
@@ -135,15 +138,45 @@ def test_stall_shares_reads_where_failed_episodes_stopped():
 # The rollback rule and applying feedback.
 
 
+def side(rate, n, lengths: tuple | None = None, score: tuple | None = None) -> dict:
+    """One iteration's history row as keep_change reads it: success (rate, n), the mean length and its
+    standard error over the successful episodes, and the Crafter score with its standard error."""
+    row = {"train_success": rate, "train_episodes": n}
+    if lengths:
+        row["episode_lengths"] = {"successes": round(rate * n), "success_mean_length": lengths[0],
+                                  "success_length_se": lengths[1]}
+    if score:
+        row["score"] = {"score": score[0], "se": score[1], "episodes": n}
+    return row
+
+
 def test_a_worse_iteration_is_rolled_back_and_noise_is_not():
-    keep, why = keep_change((0.30, 200), (0.20, 200))  # a drop of 0.1, margin ~0.043
-    assert not keep and why.startswith("rolled back") and "n=200" in why
-    assert keep_change((0.30, 20), (0.25, 20))[0]  # a drop well inside the noise of 20 episodes
-    assert keep_change((0.30, 200), (0.35, 200))[0]
-    assert keep_change((0.30, 200), (None, 0)) == (True, "kept: too few finished episodes to tell (n=200 and "
-                                                         "n=0; a rollback needs 20 on each side)")
-    assert keep_change((1.0, 6), (0.0, 19))[0]  # all to nothing, but 19 episodes are too few to act on
-    assert not keep_change((1.0, 20), (0.0, 20))[0]
+    keep, why = keep_change(side(0.30, 200), side(0.20, 200))  # a drop of 0.1, margin ~0.043
+    assert not keep and why.startswith("rolled back by the success rule") and "n=200" in why
+    assert keep_change(side(0.30, 20), side(0.25, 20))[0]  # a drop well inside the noise of 20 episodes
+    assert keep_change(side(0.30, 200), side(0.35, 200))[0]
+    assert keep_change(side(0.30, 200), side(None, 0)) == (True, "kept: too few finished episodes to tell (n=200 "
+                                                                  "and n=0; a rollback needs 20 on each side)")
+    assert keep_change(side(1.0, 6), side(0.0, 19))[0]  # all to nothing, but 19 episodes are too few to act on
+    assert not keep_change(side(1.0, 20), side(0.0, 20))[0]
+
+
+def test_with_success_saturated_a_change_that_makes_success_slower_is_rolled_back_by_the_efficiency_rule():
+    fast, slow = (15.1, 0.4), (57.5, 1.5)  # mean env steps of the successful episodes, standard error
+    keep, why = keep_change(side(0.98, 800, fast), side(0.975, 800, slow))
+    assert not keep and why.startswith("rolled back by the efficiency rule") and "57.5" in why and "15.1" in why
+    keep, why = keep_change(side(0.98, 800, slow), side(0.975, 800, (56.0, 1.5)))  # 1.5 steps faster: noise
+    assert keep and why.startswith("kept by the efficiency rule")
+    keep, why = keep_change(side(0.6, 800, fast), side(0.6, 800, slow))  # not saturated: success decides
+    assert keep and why.startswith("kept by the success rule")
+    keep, why = keep_change(side(0.5, 800, slow), side(0.95, 800, fast))  # better success always keeps
+    assert keep and "better" in why
+
+
+def test_on_crafter_the_score_of_the_iterations_episodes_decides_with_its_noise_margin():
+    keep, why = keep_change(side(0.0, 300, score=(22.4, 0.8)), side(0.0, 300, score=(20.5, 0.7)))
+    assert not keep and why.startswith("rolled back by the Crafter-score rule") and "noise margin 1.063" in why
+    assert keep_change(side(0.0, 300, score=(22.4, 0.8)), side(0.0, 300, score=(21.8, 0.7)))[0]  # inside the noise
 
 
 def test_applied_feedback_changes_the_plan_as_decided_and_leaves_the_old_one():
@@ -168,10 +201,10 @@ PLAN_WOOD = reference("collect_wood")
 STATS = stats_with({"chop_tree": row(200, 0.1)})
 
 
-def critique_via_http(*replies: dict) -> tuple[Feedback, FakeLLMServer]:
+def critique_via_http(*replies: dict, hand_written: bool = True) -> tuple[Feedback, FakeLLMServer]:
     with FakeLLMServer([json.dumps(r) for r in replies]) as srv:
         client = LLMClient(srv.url, "fake", max_retries=0, sleep=lambda s: None)
-        fb = SlowAgent(client).critique(PLAN_WOOD, [skills.SKILLS["chop_tree"]], STATS)
+        fb = SlowAgent(client, hand_written=hand_written).critique(PLAN_WOOD, [skills.SKILLS["chop_tree"]], STATS)
     return fb, srv
 
 
@@ -179,7 +212,9 @@ def test_llm_feedback_with_and_without_the_acting_fields_parses_the_same_way():
     old = {"summary": "s", "to_code": [], "to_rl": [], "fixes": {"chop_tree": "look first"}}
     fb, srv = critique_via_http(old)
     assert fb == Feedback("s", [], [], {"chop_tree": "look first"})
-    assert "hand-written variants: reference, search" in srv.requests[0].json["messages"][-1]["content"]
+    search = skills.variants("chop_tree")["search"].doc.removeprefix(skills.LABEL)
+    assert f'chop_tree: "reference": {skills.SKILLS["chop_tree"].doc.removeprefix(skills.LABEL)}; "search": {search}' \
+        in srv.requests[0].json["messages"][-1]["content"]  # what each variant does, not just its name
     new = {**old, "variants": {"chop_tree_v2": "search"}, "rl_config": {"shaping": {"wood": 0.2}},
            "reasons": ["chop_tree: it is called with no tree in view"]}
     fb, _ = critique_via_http(new)
@@ -197,6 +232,22 @@ def test_llm_feedback_asking_for_a_missing_variant_or_config_is_repaired():
     assert "chop_tree has no variant 'fly' (it has ['reference', 'search'])" in repairs[0]
     assert "rl_config.shaping['wood'] = 5 must be a number from 0.0 to 1.0" in repairs[1]
     assert fb.variants == {"chop_tree": "search"}
+
+
+def test_an_llm_run_is_offered_no_hand_written_variant_and_one_asked_for_is_refused():
+    asked = {"summary": "s", "to_code": [], "to_rl": [], "fixes": {}, "variants": {"chop_tree": "reference"}}
+    fb, srv = critique_via_http(asked, {**asked, "variants": {}}, hand_written=False)
+    first = srv.requests[0].json["messages"][-1]["content"]
+    assert '"variants"' not in first and "skills.py" in first  # skills.py: the code in use is labelled
+    assert "this run uses no hand-written code" in srv.requests[1].json["messages"][-1]["content"]
+    assert fb.variants == {}
+
+
+def test_the_critic_is_shown_both_menus_it_may_choose_from():
+    _, srv = critique_via_http({"summary": "s", "to_code": [], "to_rl": [], "fixes": {}})
+    text = srv.requests[0].json["messages"][-1]["content"]
+    assert '"shaping": {inventory item: reward per unit gained, 0.0 to 1.0} with items from health, food' in text
+    assert "from noop, move_left" in text and "planner's menu" not in text and "listed above" not in text
 
 
 # ----------------------------------------------------------------------------------------------
@@ -233,3 +284,62 @@ def test_the_search_variant_finds_a_tree_out_of_view_where_the_reference_gives_u
         wins += bool(info["code_ok"]) and player.achievements["collect_wood"] > 0
     env.close()
     assert wins >= 5, wins  # 19 of seeds 0-19 when measured; a wall of water may stop a search
+
+
+# ----------------------------------------------------------------------------------------------
+# What the iteration's episodes say (evidence.py), and the rules acting on it for `crafter`.
+
+
+def crafter_rows(n: int, rates: dict, ends: dict | None = None) -> list[dict]:
+    """n Crafter episode rows: the first round(p * n) unlock each achievement; ends given by count."""
+    ends = [e for e, c in (ends or {"time limit": n}).items() for _ in range(c)]
+    return [{"length": 100, "end": ends[i], **{f"achievement_{a}": int(i < round(p * n)) for a, p in rates.items()}}
+            for i in range(n)]
+
+
+def test_the_crafter_score_of_an_iteration_matches_crafters_and_has_a_bootstrap_standard_error(tmp_path):
+    rows = crafter_rows(200, {**dict.fromkeys(ACHIEVEMENTS, 0.5), "collect_wood": 0.9, "collect_diamond": 0.0})
+    (tmp_path / "stats.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    got = crafter_score(rows)
+    assert got["score"] == round(report.crafter_score(tmp_path / "stats.jsonl")[0], 2) and got["episodes"] == 200
+    assert got["achievements"]["place_table"] == 0.5
+    small = crafter_score(rows[::4])  # a quarter of the episodes (same rates): about twice the noise
+    assert 0 < got["se"] < small["se"] and 1.5 < small["se"] / got["se"] < 2.7
+
+
+def test_episode_ends_and_lengths_are_counted_over_the_failed_and_the_successful_episodes():
+    rows = crafter_rows(10, {"collect_wood": 0.3}, {"success": 3, "died: zombie": 5, "time limit": 2})
+    assert episode_ends("collect_wood", rows) == {"failed_episodes": 7, "ends": {"died: zombie": 5, "time limit": 2}}
+    assert episode_ends("crafter", rows)["failed_episodes"] == 10  # no goal: every episode counts
+    m = episode_measures([(10, True), (30, True), (100, False), (100, False)])
+    assert (m["episodes"], m["mean_length"], m["successes"], m["success_mean_length"]) == (4, 60.0, 2, 20.0)
+    assert m["success_length_se"] == 10.0  # sd 14.14 over 2
+
+
+def test_on_crafter_the_rule_based_critic_acts_on_the_achievements_and_the_deaths():
+    plan = reference("crafter")
+    code = [skills.SKILLS[s.name] for s in plan.code_subactions]
+    rows = crafter_rows(100, {"collect_wood": 0.95, "place_table": 0.9, "make_wood_pickaxe": 0.8,
+                              "collect_stone": 0.7, "make_stone_pickaxe": 0.2}, {"died: thirst": 60, "time limit": 40})
+    stats = {**stats_with({}), "task": "crafter", "success_rate": 0.0, "score": crafter_score(rows),
+             "ends": episode_ends("crafter", rows)}
+    fb = rule_based_critique(plan, code, stats)
+    assert fb.rl_config["shaping"] == {"stone_pickaxe": skills.SHAPING["make_stone_pickaxe"][1], "drink": METER_SHAPING}
+    stalled = "rl_config: 0.8 of 100 failed episodes never reached make_stone_pickaxe"
+    assert any(r.startswith(stalled) for r in fb.reasons)
+    assert any("60 of 100 failed episodes ended as 'died: thirst'" in r and "shape drink" in r for r in fb.reasons)
+    assert "never unlocked: collect_coal" in fb.summary  # what is never or rarely unlocked is said
+
+
+def test_a_crafter_episode_row_says_how_the_episode_ended():
+    env = make_env("crafter", 0, max_steps=3)
+    env.reset(seed=1)
+    for _ in range(3):
+        env.step(0)
+    assert env.unwrapped.stats_row()["end"] == "time limit"
+    env.reset(seed=1)
+    world, player = env.unwrapped._crafter._world, env.unwrapped._crafter._player
+    world[player.pos + np.array([1, 0])] = "lava"
+    _, _, terminated, _, _ = env.step(ACTIONS.index("move_right"))
+    assert terminated and env.unwrapped.stats_row()["end"] == "died: lava"
+    env.close()

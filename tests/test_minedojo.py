@@ -408,7 +408,7 @@ def test_rl_mode_writes_the_eval_gif_from_minedojo_frames(fake, tmp_path):
 
     d, stats = train_on(tmp_path, "minedojo:harvest_log", "rl")
     frames = imageio.mimread(d / "iter_1" / "eval.gif")
-    assert stats["env_steps"] >= 128 and len(frames) == stats["mean_episode_length"] + 1  # reset + each step
+    assert stats["env_steps"] >= 128 and len(frames) == stats["eval_mean_length"] + 1  # reset + each step
 
 
 def test_code_mode_calls_the_program_after_minedojos_own_actions(fake, taken, tmp_path):

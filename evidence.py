@@ -1,0 +1,128 @@
+"""What an iteration's training episodes say, for the critic and for the rollback rule.
+
+Every number here is over the training episodes that finished in one iteration, and carries its n: the
+critic reads these (not the handful of evaluation episodes) and the rollback rule compares them between
+two iterations. From the episodes' (length, success) pairs (code_actions.CodeStats collects them, for
+every backend): how long episodes were, and how long the successful ones took. From Crafter's episode
+rows (stats.jsonl: achievements and how each episode ended): where failed episodes stalled in the
+task's chain, how they ended (died of what, ran out of time), and, for `crafter` (no single goal, so
+success is always 0), the Crafter score with its bootstrap standard error and each achievement's rate.
+
+    python evidence.py runs/<run_dir>     # these numbers for each iteration of a finished Crafter run
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+import report
+from env import ACHIEVEMENTS, get_task, is_crafter
+
+# The Crafter score's standard error comes from this many bootstrap resamples of the iteration's
+# episodes (drawn with replacement, the score recomputed each time). The score is a geometric mean of
+# per-achievement rates, so no closed form gives its spread; 200 resamples pin a standard error to
+# about 5% of itself, which is all a noise margin needs. The generator is seeded: a rerun decides alike.
+SCORE_BOOTSTRAP = 200
+
+
+def episode_measures(episodes: list[tuple[int, bool]]) -> dict:
+    """The lengths of the iteration's training episodes (env steps each, code actions' steps included):
+    the mean over all n of them, and the mean, standard deviation and standard error over the k that
+    succeeded (an episode ends when the task is done, so this is how long success took)."""
+    lengths = np.array([n for n, _ in episodes], dtype=float)
+    won = np.array([n for n, ok in episodes if ok], dtype=float)
+    sd = float(won.std(ddof=1)) if len(won) > 1 else None
+    return {"episodes": len(lengths), "mean_length": round(float(lengths.mean()), 1) if len(lengths) else None,
+            "successes": len(won), "success_mean_length": round(float(won.mean()), 1) if len(won) else None,
+            "success_length_sd": None if sd is None else round(sd, 1),
+            "success_length_se": None if sd is None else round(sd / math.sqrt(len(won)), 2)}
+
+
+def stall_shares(task_name: str, rows: list[dict]) -> dict:
+    """From Crafter episode rows (env.stats_row: achievement_* counts), which prerequisite the failed
+    episodes (the task's achievement never unlocked) stopped at: {"failed_episodes": n, "never_reached":
+    {achievement: share of the n that never unlocked it}}, prerequisites in chain order."""
+    task = get_task(task_name)
+    failed = [r for r in rows if task.achievement and not r.get(f"achievement_{task.achievement}", 0)]
+    shares = {a: round(sum(not r.get(f"achievement_{a}", 0) for r in failed) / len(failed), 3)
+              for a in task.prerequisites} if failed else {}
+    return {"failed_episodes": len(failed), "never_reached": shares}
+
+
+def episode_ends(task_name: str, rows: list[dict]) -> dict:
+    """How the iteration's failed training episodes ended, counted: {"failed_episodes": n, "ends": {"died:
+    zombie": 12, "time limit": 30, ...}}, most common first. For `crafter` (no goal) every episode counts.
+    An end is what crafter_env wrote into the row ("died: <cause>", "time limit"); "unknown" for rows
+    written before it did."""
+    goal = get_task(task_name).achievement
+    failed = [r for r in rows if not (goal and r.get(f"achievement_{goal}", 0))]
+    ends = Counter(r.get("end") or "unknown" for r in failed)
+    return {"failed_episodes": len(failed), "ends": dict(ends.most_common())}
+
+
+def _score(rates: np.ndarray) -> np.ndarray:
+    """Crafter's score from per-achievement unlock shares (last axis): exp(mean(ln(1 + 100 p))) - 1."""
+    return np.exp(np.log1p(100.0 * rates).mean(-1)) - 1.0
+
+
+def crafter_score(rows: list[dict]) -> dict | None:
+    """The Crafter score of these episodes (as report.crafter_score, over these rows only), its bootstrap
+    standard error (SCORE_BOOTSTRAP resamples), n, and each achievement's unlock share; None without rows."""
+    if not rows:
+        return None
+    unlocked = np.array([[r.get(f"achievement_{a}", 0) > 0 for a in ACHIEVEMENTS] for r in rows], dtype=float)
+    n = len(rows)
+    draws = np.random.default_rng(0).integers(0, n, size=(SCORE_BOOTSTRAP, n))
+    resampled = np.stack([np.bincount(d, minlength=n) for d in draws]) @ unlocked / n
+    rates = unlocked.mean(0)
+    return {"score": round(float(_score(rates)), 2), "se": round(float(_score(resampled).std(ddof=1)), 2),
+            "episodes": n, "achievements": {a: round(float(p), 3) for a, p in zip(ACHIEVEMENTS, rates, strict=True)}}
+
+
+def iteration_evidence(task_name: str, episodes: list[tuple[int, bool]], rows: list[dict]) -> dict:
+    """Everything above for one iteration: `episodes` as CodeStats collects them, `rows` the Crafter rows of
+    the same episodes (empty for another backend)."""
+    crafter = is_crafter(task_name)
+    return {"episode_lengths": episode_measures(episodes),
+            "stalls": stall_shares(task_name, rows) if crafter else {},
+            "ends": episode_ends(task_name, rows) if crafter else {},
+            "score": crafter_score(rows) if crafter and get_task(task_name).achievement is None else None}
+
+
+def critic_stats(args, num_steps: int, iteration: int, steps: tuple[int, int], tally, ev: dict,
+                 rows: list[dict]) -> dict:
+    """What the critic reads after iteration `iteration` (1-based), written to iter_k/stats.json: the training
+    episodes that finished in it (`tally`, run_dir.IterationTally, and their Crafter `rows`), between env
+    steps `steps` (first, last), and the evaluation episodes `ev` apart, each with its n."""
+    success, n = tally.train_success()
+    return {"task": args.task, "mode": args.mode, "iteration": iteration, "env_steps": steps[1],
+            "iteration_steps": list(steps), "success_rate": success, "success_episodes": n,
+            "success_trend": tally.trend[-10:], "rollout": {"num_envs": args.num_envs, "num_steps": num_steps},
+            "decisions": tally.stats.decisions, "code_actions": tally.stats.summary(),
+            "eval_success_rate": ev["success_rate"], "eval_episodes": args.eval_episodes,
+            "eval_mean_length": ev["mean_length"], "max_macro_steps": args.max_macro_steps,
+            **iteration_evidence(args.task, tally.stats.episodes, rows)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("run_dir", type=Path)
+    args = parser.parse_args(argv)
+    task = json.loads((args.run_dir / "config.json").read_text())["args"]["task"]
+    rows = report.read_jsonl(args.run_dir / "stats.jsonl")
+    for k in sorted({r["iteration"] for r in rows}):
+        its = [r for r in rows if r["iteration"] == k]
+        goal = get_task(task).achievement
+        print(f"iteration {k}:", iteration_evidence(task, [(r["length"], bool(goal and r.get(f"achievement_{goal}")))
+                                                           for r in its], its))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
