@@ -173,6 +173,8 @@ def drink(api):
         return False
     while api.inventory()["drink"] < 9 and api.steps_left() > 1 and not threat(api):
         api.do()
+    if api.inventory()["stone"] > 2 and api.steps_left() > 1:
+        api.place("stone")  # a spare stone into the water: the one place it costs nothing
     return True
 
 
@@ -271,10 +273,10 @@ def craft_step(api, g, inv):
     table_needed = any(all(inv[k] >= n for k, n in uses.items() if k != "wood") for tool, uses, s in wants)
     if table_needed and not near(g, "table") and inv["wood"] >= TABLE_WOOD + 1:
         return place(api, "table", walkable())
-    iron_ready = inv["iron"] > 0 and inv["coal"] > 0 and inv["wood"] > 0
-    if iron_ready and (inv["iron_pickaxe"] < 1 or inv["iron_sword"] < 1) and near(g, "table") \\
-            and not near(g, "furnace") and inv["stone"] >= FURNACE_STONE:
-        get_to(api, ["table"], inv)
+    iron_tools = inv["iron_pickaxe"] < 1 or inv["iron_sword"] < 1
+    if iron_tools and inv["stone_pickaxe"] > 0 and near(g, "table") and not near(g, "furnace") \\
+            and inv["stone"] >= FURNACE_STONE + (0 if inv["iron"] > 0 else 2):
+        get_to(api, ["table"], inv)  # the furnace goes beside the table: iron tools need both
         return place(api, "furnace", walkable())
     return False
 
