@@ -15,6 +15,7 @@ import pytest
 import report
 import sandbox
 import skills
+from code_actions import reuse_skill
 from core import CodeAction, Plan
 from critic import (
     ERROR_SHARE,
@@ -28,10 +29,10 @@ from critic import (
     keep_change,
     rule_based_critique,
 )
-from env import ACHIEVEMENTS, ACTIONS, make_env
+from env import ACHIEVEMENTS, ACTIONS, get_task, make_env
 from evidence import crafter_score, episode_ends, episode_measures, stall_shares
 from llm import LLMClient
-from slow_agent import SlowAgent
+from slow_agent import AgentError, SlowAgent, plan_messages
 from tests.fake_llm import FakeLLMServer
 
 
@@ -343,3 +344,43 @@ def test_a_crafter_episode_row_says_how_the_episode_ended():
     _, _, terminated, _, _ = env.step(ACTIONS.index("move_right"))
     assert terminated and env.unwrapped.stats_row()["end"] == "died: lava"
     env.close()
+
+
+# ----------------------------------------------------------------------------------------------
+# What the LLM critic reads, and what it sends on.
+
+
+def test_the_critic_reads_training_lengths_and_ends_with_their_n_apart_from_the_evaluation():
+    stats = {**STATS, "iteration_steps": [0, 48128], "eval_mean_length": 57.5, "eval_episodes": 8,
+             "episode_lengths": episode_measures([(15, True)] * 850 + [(300, False)] * 31),
+             "ends": {"failed_episodes": 31, "ends": {"time limit": 20, "died: zombie": 11}}}
+    with FakeLLMServer([json.dumps({"summary": "s", "to_code": [], "to_rl": [], "fixes": {}})]) as srv:
+        SlowAgent(LLMClient(srv.url, "fake", max_retries=0)).critique(PLAN_WOOD, [skills.SKILLS["chop_tree"]], stats)
+    text = srv.requests[0].json["messages"][-1]["content"]
+    assert "training episode length (env steps): mean 25.0 over all 881; the 850 successful ones: mean 15.0" in text
+    assert "how the failed training episodes ended (episodes each): of 31: time limit 20, died: zombie 11" in text
+    assert "evaluation, apart from training: success 0.0 and mean length 57.5 env steps over 8 episodes" in text
+    assert "- reward per call: mean over calls of the rewards of the call's env steps, summed, not discounted" in text
+
+
+def test_feedback_without_an_rl_config_reaches_the_next_plan_without_a_null():
+    fb = Feedback.from_dict({"summary": "s", "to_code": [], "to_rl": [], "fixes": {}})
+    text = plan_messages(get_task("collect_wood"), "API", fb, PLAN_WOOD)[-1]["content"]
+    assert '"rl_config": null' not in text and "null" not in text.split("The critic's feedback")[-1]
+    assert Feedback.from_dict(fb.to_dict()) == fb
+
+
+def test_a_model_that_answers_prose_only_is_named_with_its_endpoint_in_the_error():
+    with FakeLLMServer(["I think the agent should explore more."] * 3, model="prose-model") as srv:
+        with pytest.raises(AgentError) as e:
+            SlowAgent(LLMClient(srv.url, "prose-model", max_retries=0)).critique(PLAN_WOOD, [], STATS)
+    assert srv.url in str(e.value) and "prose-model" in str(e.value) and "not valid JSON" in str(e.value)
+
+
+def test_a_hand_written_skill_from_the_library_is_reused_only_where_allowed():
+    class Library:
+        def reuse(self, name, check):
+            return skills.SKILLS[name], "chop_tree-abc"
+
+    assert reuse_skill(Library(), "chop_tree", None, 1, hand_written=True) is skills.SKILLS["chop_tree"]
+    assert reuse_skill(Library(), "chop_tree", None, 1, hand_written=False) is None
