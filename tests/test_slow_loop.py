@@ -54,23 +54,26 @@ def script(request: dict) -> str:
     return "```python\n" + skills.SKILLS["chop_tree"].source + "\n```"
 
 
-def test_over_http_the_critics_variant_goes_the_same_way_and_a_worse_change_is_rolled_back(
+def test_over_http_with_hand_written_the_critics_variant_goes_the_same_way_and_a_worse_change_is_rolled_back(
         tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     # the rule itself is tested in test_critic.py; here: what train.py does when it says "worse"
     monkeypatch.setattr(critic, "keep_change", lambda previous, current: (False, "rolled back: TEST-SAYS-WORSE"))
     with FakeLLMServer(script) as srv:
         assert train.main(SMALL + ["--task", "collect_wood", "--llm", "http", "--llm-url", srv.url, "--llm-model",
-                                   "fake", "--iterations", "3", "--total-steps", "1500",
+                                   "fake", "--iterations", "3", "--total-steps", "1500", "--hand-written",
                                    "--runs-dir", str(tmp_path)]) == 0
         systems = [r.json["messages"][0]["content"][:30] for r in srv.requests]
     d = run_dir(tmp_path)
     assert (d / "iter_2" / "skills" / "chop_tree_v2.py").read_text() == skills.variants("chop_tree")["search"].source
     out = capsys.readouterr().out
     assert "[iter 2] the critic's change: rolled back: TEST-SAYS-WORSE" in out
+    assert "skills.py's hand-written variant 'search', not LLM output" in out  # the user asked: --hand-written
+    assert "code actions in use: chop_tree_v2 (hand-written, not LLM output)" in out
     history = torch.load(d / "checkpoint.pt", weights_only=False)["extra"]["history"]
     assert [h["code_actions"] for h in history] == [["chop_tree"], ["chop_tree_v2"], ["chop_tree"]]
-    assert history[1]["change"] == "rolled back: TEST-SAYS-WORSE"
+    assert history[1]["change"] == "rolled back: TEST-SAYS-WORSE" and history[1]["hand_written"] == ["chop_tree_v2"]
+    assert "chop_tree_v2 (hand-written)" in (d / "summary.md").read_text()
     assert json.loads((d / "iter_3" / "plan.json").read_text()) == json.loads((d / "iter_1" / "plan.json").read_text())
     assert sum(s.startswith("You are the slow agent") for s in systems) == 2  # no re-plan after the rollback
     assert sum(s.startswith("You are the critic") for s in systems) == 1  # nor a critique of the dropped plan
@@ -93,3 +96,20 @@ def test_a_long_task_trains_its_chain_as_a_curriculum(tmp_path, capsys, task):
         its = [r for r in rows if r["iteration"] == k]
         share = sum(r["achievement_collect_wood"] > 0 for r in its) / len(its)
         assert f"| {k} | {len(its)} | {share:.2f} |" in summary
+
+
+def test_over_http_without_hand_written_the_critic_gets_no_variant_and_no_hand_written_code_runs(tmp_path, monkeypatch,
+                                                                                             capsys):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with FakeLLMServer(script) as srv:
+        assert train.main(SMALL + ["--task", "collect_wood", "--llm", "http", "--llm-url", srv.url, "--llm-model",
+                                   "fake", "--iterations", "2", "--total-steps", "1000",
+                                   "--runs-dir", str(tmp_path)]) == 0
+        critic_asked = [r.json["messages"][-1]["content"] for r in srv.requests
+                        if r.json["messages"][0]["content"].startswith("You are the critic")]
+    assert '"variants"' not in critic_asked[0]  # not offered ...
+    assert "this run uses no hand-written code" in critic_asked[1]  # ... and refused when asked for anyway
+    history = torch.load(run_dir(tmp_path) / "checkpoint.pt", weights_only=False)["extra"]["history"]
+    assert [h["code_actions"] for h in history] == [["chop_tree"], ["chop_tree"]]
+    assert [h["hand_written"] for h in history] == [[], []]
+    assert "hand-written variant" not in capsys.readouterr().out
