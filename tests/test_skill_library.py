@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import multiprocessing
 from collections import Counter
@@ -137,11 +138,40 @@ def test_the_fast_agent_is_shown_the_related_library_skills():
 
 
 # ----------------------------------------------------------------------------------------------
-# Two runs writing the same library at once.
+# Two runs writing the same library at once. A lost update needs both writers to read a record before
+# either writes it back; left to the scheduler that happens in some runs only, so each writer here
+# pauses between record's read and its write until every writer has read, unless it holds the
+# library's lock (then no other writer can be reading, and waiting would deadlock). Without the lock
+# every round of writes then loses a row, in every run.
 
 
-def _writer(path: str, who: str, start, n: int) -> None:
-    lib = lib_at(Path(path))
+def _lock_is_held(path: Path) -> bool:
+    """Whether a writer holds the library's (exclusive) lock. flock conflicts between two opens of a file
+    even in one process; the probe asks for a shared lock, so two probes never block each other."""
+    with open(path / ".lock", "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(f, fcntl.LOCK_UN)
+        return False
+
+
+class _ReadThenWait(SL.SkillLibrary):
+    """The library as a run uses it, except that writing `shared` back first waits for the other writers."""
+
+    def __init__(self, path: Path, shared: str, barrier) -> None:
+        super().__init__(path, "crafter", "CrafterAPI", DOC)
+        self.shared, self.barrier = shared, barrier
+
+    def _write(self, path: Path, text: str) -> None:
+        if path.name == self.shared and not _lock_is_held(self.path):
+            self.barrier.wait(30)  # every writer has read the record and none has written it back
+        super()._write(path, text)
+
+
+def _writer(path: str, who: str, shared: str, barrier, start, n: int) -> None:
+    lib = _ReadThenWait(Path(path), shared, barrier)
     start.wait()
     for i in range(n):
         own = CodeAction(f"skill_{who}_{i % 3}", f"def skill_{who}_{i % 3}(api):\n    return {i % 3}\n", "x")
@@ -150,9 +180,10 @@ def _writer(path: str, who: str, start, n: int) -> None:
 
 
 def test_two_concurrent_writers_lose_nothing(tmp_path):
+    shared = lib_at(tmp_path).add(CHOP, origin="llm") + ".json"  # both writers measure this one version
     ctx = multiprocessing.get_context("spawn")
-    start, n = ctx.Event(), 40
-    procs = [ctx.Process(target=_writer, args=(str(tmp_path), who, start, n)) for who in ("a", "b")]
+    start, barrier, n = ctx.Event(), ctx.Barrier(2), 20
+    procs = [ctx.Process(target=_writer, args=(str(tmp_path), who, shared, barrier, start, n)) for who in "ab"]
     for p in procs:
         p.start()
     start.set()
@@ -160,9 +191,9 @@ def test_two_concurrent_writers_lose_nothing(tmp_path):
         p.join(120)
         assert p.exitcode == 0
     by_name = {v.name: v for v in lib_at(tmp_path).versions()}
-    assert by_name["chop_tree"].totals()["calls"] == 2 * n  # every measurement of the shared skill kept
     assert {(r["run"], r["iteration"]) for r in by_name["chop_tree"].record["measured"]} == \
-        {(who, i) for who in "ab" for i in range(n)}
+        {(who, i) for who in "ab" for i in range(n)}  # every measurement of the shared skill kept
+    assert by_name["chop_tree"].totals()["calls"] == 2 * n
     assert sorted(by_name) == sorted(["chop_tree"] + [f"skill_{w}_{k}" for w in "ab" for k in range(3)])
     assert sum(by_name[f"skill_a_{k}"].totals()["calls"] for k in range(3)) == n
 
