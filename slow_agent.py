@@ -215,7 +215,9 @@ class SlowAgent:
             return check_feedback(Feedback.from_dict(data), plan, variants_allowed=self.hand_written)
 
         messages = critic_messages(plan, code_actions, stats, self.hand_written, len(frames))
-        return self._ask(messages, FEEDBACK_SCHEMA, parse, "critique", images=frames or None)
+        offered = {k: v for k, v in FEEDBACK_SCHEMA["properties"].items() if self.hand_written or k != "variants"}
+        schema = {**FEEDBACK_SCHEMA, "properties": offered}  # nothing offered that does not exist
+        return self._ask(messages, schema, parse, "critique", images=frames or None)
 
     def _ask(self, messages: list[dict], schema: dict, parse, what: str, **chat_args):
         """Ask for JSON until `parse` accepts it, feeding each rejection back with its exact error.
@@ -384,24 +386,34 @@ class _Recorder:
         raise LLMError("--show-prompt sends nothing")
 
 
-def show_prompts(task: Task, doc: str) -> str:
+def show_prompts(task: Task, doc: str, hand_written: bool = False) -> str:
     """The planner's, the fast agent's (for the reference plan's first code sub-action) and the critic's
-    messages for `task`, as an LLM run sends them first; the critic's carry the statistics of an iteration
-    in which no episode finished (a run's own are in iter_k/stats.json, what was sent in llm_transcript.jsonl)."""
+    messages for `task`, as an LLM run with train.py's default settings sends them first. The critic's
+    carry those settings and, where a run measures something, "not measured" (a run's own numbers are in
+    iter_k/stats.json, and every message it sent, with the reply, in llm_transcript.jsonl)."""
     from fast_agent import FastAgent
+    from ppo import PPOConfig
+    from train import Args  # here, not at the top: train.py imports this module
 
-    rec, out = _Recorder(), []
+    rec, out, args = _Recorder(), [], Args(task=task.name)
     plan = Plan.from_dict((skills if is_crafter(task.name) else minedojo_skills).reference_plan(task.name), task)
     sub = plan.code_subactions[0] if plan.code_subactions else None
+    first = args.total_steps // args.iterations
+    stats = {"task": task.name, "mode": "rlgpt", "iteration": 1, "env_steps": first, "iteration_steps": [0, first],
+             "rollout": {"num_envs": args.num_envs, "num_steps": PPOConfig().num_steps},
+             "eval_episodes": args.eval_episodes, "max_macro_steps": args.max_macro_steps, "success_episodes": 0,
+             "decisions": 0}
+    written = [CodeAction(s.name, "", "") for s in plan.code_subactions]  # what the fast agent would write
     for what, call in [("planner", lambda: SlowAgent(rec).plan(task, doc)),
                        ("fast agent", lambda: sub and FastAgent(rec, dry_run_task=task.name).write(sub, doc)),
-                       ("critic", lambda: SlowAgent(rec).critique(plan, [], {"task": task.name, "iteration": 1}))]:
+                       ("critic", lambda: SlowAgent(rec, hand_written=hand_written).critique(plan, written, stats))]:
         try:
             call()
         except LLMError:
             pass
         for messages, schema in rec.sent:
-            out.append(f"========== {what} ==========")
+            out.append(f"========== {what} ==========" + (" (what a run measures reads 0 or 'not measured' here)"
+                                                          if what == "critic" else ""))
             out += [f"----- {m['role']} -----\n{m['content']}" for m in messages]
             if schema:
                 out.append(f"----- reply JSON schema (response_format, or appended to the prompt) -----\n"
@@ -416,6 +428,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--task", default="collect_wood")
     parser.add_argument("--show-prompt", action="store_true",
                         help="print the planner's, the fast agent's and the critic's messages, not only the planner's")
+    parser.add_argument("--hand-written", action="store_true",
+                        help="as train.py --hand-written: the critic is offered skills.py's variants")
     args = parser.parse_args(argv)
     try:
         task = get_task(args.task)
@@ -423,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(e))
     doc = api_doc(api_for(task.name))
     if args.show_prompt:
-        print(show_prompts(task, doc))
+        print(show_prompts(task, doc, args.hand_written))
         return 0
     for m in plan_messages(task, doc):
         print(f"----- {m['role']} -----\n{m['content']}")

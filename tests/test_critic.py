@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ import pytest
 import report
 import sandbox
 import skills
+import slow_agent
 from code_actions import reuse_skill
 from core import CodeAction, Plan
 from critic import (
@@ -384,3 +386,14 @@ def test_a_hand_written_skill_from_the_library_is_reused_only_where_allowed():
 
     assert reuse_skill(Library(), "chop_tree", None, 1, hand_written=True) is skills.SKILLS["chop_tree"]
     assert reuse_skill(Library(), "chop_tree", None, 1, hand_written=False) is None
+
+
+def test_show_prompt_prints_what_the_planner_the_fast_agent_and_the_critic_send(capsys):
+    assert slow_agent.main(["--show-prompt", "--task", "collect_wood"]) == 0
+    out = capsys.readouterr().out
+    parts = re.split(r"========== (planner|fast agent|critic) ==========", out)
+    sent = dict(zip(parts[1::2], parts[2::2], strict=True))
+    planner, fast, critic = sent["planner"], sent["fast agent"], sent["critic"]
+    assert "You are the slow agent" in planner and "chop_tree" in fast and "You are the critic" in critic
+    assert "training episode length (env steps)" in critic and "rollout of 128 decisions in each of 8 envs" in critic
+    assert '"variants"' not in critic  # an LLM run is offered none, in the prompt or the reply schema
