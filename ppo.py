@@ -213,8 +213,7 @@ class PPO:
                         obs_buf[k][t] = self.next_obs[k]
                 else:
                     obs_buf[t] = self.next_obs
-                with torch.no_grad():
-                    action, logprob, _, value = agent.get_action_and_value(self.next_obs, mask=mask)
+                action, logprob, value = agent.act(self.next_obs, mask)
                 actions[t], logprobs[t], values[t] = action, logprob, value
                 act_np = action.cpu().numpy()  # the one wait for the GPU per vector step
                 obs, reward, term, trunc, infos = envs.step(act_np)

@@ -335,6 +335,29 @@ def test_extend_keeps_the_optimizer_working():
     assert torch.isfinite(head.weight).all()
 
 
+@pytest.mark.parametrize("space", ["dict", "box"])
+def test_act_gives_get_action_and_values_numbers_bit_for_bit(space):
+    """The rollout acts with Agent.act; the update recomputes log-probs with get_action_and_value: PPO's
+    first ratio is 1 only if both give the same numbers, to the last bit, masked or not."""
+    seed_everything(5)
+    sp = dict_space() if space == "dict" else gym.spaces.Box(-1, 1, (3,), np.float32)
+    agent = Agent(sp, 6)
+    with torch.no_grad():
+        agent.actor[-1].bias.copy_(torch.linspace(-2.0, 3.0, 6))  # a skewed policy, not ~uniform
+    obs = ({k: torch.as_tensor(np.stack([s.sample() for _ in range(64)])) for k, s in sp.items()}
+           if space == "dict" else torch.rand(64, 3) * 2 - 1)
+    for mask in (None, torch.rand(64, 6) < 0.7):
+        if mask is not None:
+            mask[:, 0] = True
+        torch.manual_seed(6)
+        action, logprob, _, value = agent.get_action_and_value(obs, mask=mask)
+        torch.manual_seed(6)
+        got = agent.act(obs, mask)
+        for want, have in zip((action, logprob, value), got, strict=True):
+            assert torch.equal(want, have)
+        assert not got[1].requires_grad
+
+
 def test_masked_actions_never_sampled_and_get_no_gradient():
     seed_everything(4)
     agent = Agent(gym.spaces.Box(-1, 1, (3,), np.float32), 6)
