@@ -218,8 +218,9 @@ def whole_task_subaction(args) -> SubAction:
         name="solve_task", how="code", reason="--mode code: the pure code-as-policy baseline",
         spec=f"Solve the whole task: {task.description} What is usually "
              f"needed first, in order: {chain}. The function is called again and again until the episode "
-             f"ends; one call may take at most {args.max_macro_steps} env steps, so make one step of "
-             "progress (explore when nothing useful is visible) and return True when it made progress.")
+             f"ends; one call may take at most {args.max_macro_steps} env steps, so each call does the next step "
+             "the inventory and the view allow (e.g. walk to a tree and collect one wood, or place the table; "
+             "explore when nothing useful is visible), then returns: True if it made progress, else False.")
 
 
 def grow_actions(ppo: P.PPO, envs, library: Library, n_base: int, mask: np.ndarray) -> None:

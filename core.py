@@ -86,9 +86,23 @@ class PrimitiveAPI:
         return self._budget - self._steps
 
 
-def api_doc(api_class: type) -> str:
-    """The API's doc as the agents' prompts show it: the class note, then one entry per call."""
-    lines = [inspect.cleandoc(api_class.__doc__), ""]
+CALL_RULES = """How a code action runs: the RL agent chooses it like one of its base actions, and each call \
+is one of the agent's decisions however many environment steps it takes. A call ends when the function \
+returns, when it has taken {budget} environment steps (the call is stopped and counts as failed: \
+"stopped: step_budget"; api.steps_left() counts down, and every step of every call, go_to's included, \
+draws on it) or when the episode ends (stopped, not a failure). A call succeeds when it returns True or the \
+task is solved during it. A call that takes no step at all is charged one noop step, so failing at once \
+still costs a step and a decision. Nothing is kept from one call to the next: each call starts from the \
+world as it is then."""
+
+
+def api_doc(api_class: type, budget: int = 64) -> str:
+    """The API's doc as the agents' prompts show it: the class note, the game's recipe table (the class's
+    RECIPES), how a call runs with `budget` steps (the run's --max-macro-steps), then one entry per call."""
+    lines = [inspect.cleandoc(api_class.__doc__)]
+    if getattr(api_class, "RECIPES", ""):
+        lines.append(api_class.RECIPES)
+    lines += [CALL_RULES.format(budget=budget), ""]
     for cls in reversed(api_class.__mro__):
         for name, fn in vars(cls).items():
             if not name.startswith("_") and callable(fn):

@@ -1,7 +1,7 @@
-"""The Crafter backend: Crafter's tasks (one per achievement, plus the whole benchmark), the Gymnasium
-env over Crafter, and the primitive API that code actions are written against.
+"""The Crafter backend: the Gymnasium env over Crafter and the primitive API that code actions are
+written against. Its tasks and the game's rules as the prompts show them are crafter_tasks.py's.
 
-Read top to bottom: tasks -> which Crafter -> world seeds -> the env -> the primitive API.
+Read top to bottom: which Crafter -> world seeds -> the env -> the primitive API.
 env.py builds envs of every backend (env.make_env); this file knows only Crafter.
 """
 
@@ -17,106 +17,11 @@ import gymnasium as gym
 import numpy as np
 
 import fastcrafter
-from core import PrimitiveAPI, Task, unknown_task
+from core import PrimitiveAPI
+from crafter_tasks import ACHIEVEMENTS, ACTIONS, ALIASES, ITEMS, TASKS, get_task, recipe_table  # noqa: F401
 
-ACTIONS: list[str] = list(C.actions)  # Crafter's 17 primitive actions, index = action id
-ITEMS: list[str] = list(C.items)  # the 16 inventory entries, in observation order
-ACHIEVEMENTS: list[str] = list(C.achievements)  # the 22 achievements of the benchmark
 DIRECTIONS = {"left": (-1, 0), "right": (1, 0), "up": (0, -1), "down": (0, 1)}
 VIEW_W, VIEW_H = 9, 7  # the world part of the agent's local view; the player stands at its centre
-
-
-# ----------------------------------------------------------------------------------------------
-# Tasks: one per achievement, plus the whole benchmark. Data, not code.
-
-
-def _needs(kind: str, name: str) -> str:
-    """Crafter's recipe for a thing, read from Crafter's own tables so the prompt never drifts."""
-    rule = getattr(C, kind)[name]
-    parts = [f"{n} {k}" for k, n in rule.get("uses", rule.get("require", {})).items()]
-    text = "needs " + ", ".join(parts) if parts else "needs nothing"
-    if rule.get("nearby"):
-        text += " and a " + " and a ".join(rule["nearby"]) + " within 1 cell"
-    if rule.get("where"):
-        text += "; the facing cell must be " + "/".join(rule["where"])
-    return text
-
-
-# name, step limit, prerequisite achievements in order, description
-_TASK_ROWS: list[tuple[str, int, tuple[str, ...], str]] = [
-    ("collect_wood", 300, (), f"Collect wood: face a tree and `do` ({_needs('collect', 'tree')})."),
-    ("place_table", 500, ("collect_wood",), f"Place a crafting table ({_needs('place', 'table')})."),
-    ("make_wood_pickaxe", 750, ("collect_wood", "place_table"),
-     f"Make a wood pickaxe ({_needs('make', 'wood_pickaxe')})."),
-    ("make_wood_sword", 750, ("collect_wood", "place_table"),
-     f"Make a wood sword ({_needs('make', 'wood_sword')})."),
-    ("collect_stone", 1000, ("collect_wood", "place_table", "make_wood_pickaxe"),
-     f"Mine stone: face stone and `do` ({_needs('collect', 'stone')})."),
-    ("place_stone", 1000, ("collect_wood", "place_table", "make_wood_pickaxe", "collect_stone"),
-     f"Place a stone block ({_needs('place', 'stone')})."),
-    ("collect_coal", 1000, ("collect_wood", "place_table", "make_wood_pickaxe"),
-     f"Mine coal: face coal and `do` ({_needs('collect', 'coal')})."),
-    ("make_stone_pickaxe", 1500, ("collect_wood", "place_table", "make_wood_pickaxe", "collect_stone"),
-     f"Make a stone pickaxe ({_needs('make', 'stone_pickaxe')})."),
-    ("make_stone_sword", 1500, ("collect_wood", "place_table", "make_wood_pickaxe", "collect_stone"),
-     f"Make a stone sword ({_needs('make', 'stone_sword')})."),
-    ("place_furnace", 1500, ("collect_wood", "place_table", "make_wood_pickaxe", "collect_stone"),
-     f"Place a furnace ({_needs('place', 'furnace')})."),
-    ("collect_iron", 2500, ("collect_wood", "place_table", "make_wood_pickaxe", "collect_stone",
-                            "make_stone_pickaxe"),
-     f"Mine iron: face iron and `do` ({_needs('collect', 'iron')})."),
-    ("make_iron_pickaxe", 3000, ("collect_wood", "place_table", "make_wood_pickaxe", "collect_stone",
-                                 "make_stone_pickaxe", "collect_coal", "place_furnace", "collect_iron"),
-     f"Make an iron pickaxe ({_needs('make', 'iron_pickaxe')})."),
-    ("make_iron_sword", 3000, ("collect_wood", "place_table", "make_wood_pickaxe", "collect_stone",
-                               "make_stone_pickaxe", "collect_coal", "place_furnace", "collect_iron"),
-     f"Make an iron sword ({_needs('make', 'iron_sword')})."),
-    ("collect_diamond", 5000, ("collect_wood", "place_table", "make_wood_pickaxe", "collect_stone",
-                               "make_stone_pickaxe", "collect_coal", "place_furnace", "collect_iron",
-                               "make_iron_pickaxe"),
-     f"Mine a diamond: face a diamond and `do` ({_needs('collect', 'diamond')})."),
-    ("collect_drink", 300, (), "Drink water: face water and `do`."),
-    ("collect_sapling", 300, (), f"Collect a sapling: face grass and `do` ({_needs('collect', 'grass')}, "
-                                 "succeeds with probability 0.1 per try)."),
-    ("place_plant", 500, ("collect_sapling",), f"Plant a sapling ({_needs('place', 'plant')})."),
-    ("eat_plant", 2000, ("collect_sapling", "place_plant"),
-     "Eat a plant: plant a sapling, protect it until it is ripe, then face it and `do`."),
-    ("eat_cow", 500, (), "Eat a cow: face a cow and `do` until it is defeated (3 hits bare-handed)."),
-    ("defeat_zombie", 1000, (), "Defeat a zombie (they appear on grass, mostly at night): face it and `do`."),
-    ("defeat_skeleton", 2000, (), "Defeat a skeleton (they live in dark cave tunnels): face it and `do`."),
-    ("wake_up", 1000, (), "Sleep when energy is low and wake up again once energy is restored."),
-]
-
-# The paper's MineDojo task names, mapped onto the Crafter task with the same meaning.
-ALIASES = {
-    "harvest_log": "collect_wood",
-    "craft_crafting_table": "place_table",
-    "craft_wooden_pickaxe": "make_wood_pickaxe",
-    "craft_stone_pickaxe": "make_stone_pickaxe",
-    "mine_cobblestone": "collect_stone",
-    "mine_iron_ore": "collect_iron",
-    "craft_iron_pickaxe": "make_iron_pickaxe",
-    "obtain_diamond": "collect_diamond",
-}
-
-
-def _task(name: str, achievement: str | None, max_steps: int, chain: tuple[str, ...], description: str) -> Task:
-    """A Crafter task; its sub-tasks (the planner's chain) are achievements, each its own success test."""
-    return Task(name, achievement, max_steps, chain, description, tuple(ACTIONS), tuple(ITEMS),
-                tuple(ACHIEVEMENTS))
-
-
-TASKS: dict[str, Task] = {row[0]: _task(row[0], row[0], *row[1:]) for row in _TASK_ROWS}
-TASKS["crafter"] = _task("crafter", None, 10000, (), "The whole Crafter benchmark: unlock as many of the 22 "
-                         "achievements as possible in one life (Crafter's own reward).")
-
-
-def get_task(name: str) -> Task:
-    """A Crafter task by name or alias; unknown names fail with the closest Crafter names, not a KeyError."""
-    name = ALIASES.get(name, name)
-    if name not in TASKS:
-        raise unknown_task(name, list(TASKS) + list(ALIASES), "`python env.py --list` prints every task.")
-    return TASKS[name]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -305,7 +210,6 @@ class CrafterEnv(gym.Env):
             return " and ".join(empty)
         return "arrow"
 
-
     @staticmethod
     def _write_stats(row: dict, path: Path) -> None:
         """Append one row. One short `write` on a file opened for appending is atomic on Linux, so
@@ -326,28 +230,39 @@ class CrafterEnv(gym.Env):
 
 
 class CrafterAPI(PrimitiveAPI):
-    """Crafter for code actions. Positions are (dx, dy) relative to the player: dx > 0 is right,
-    dy > 0 is down; the agent sees dx in -4..4 and dy in -3..3. Names: materials water, grass, stone,
-    path, sand, tree, lava, coal, iron, diamond, table, furnace; creatures cow, zombie, skeleton,
-    arrow, plant, ripe_plant; "player" at (0, 0); "unknown" outside the world. Walkable: grass, sand,
-    path (walking into lava is death). Every acting call takes real environment steps."""
+    """Crafter for code actions. Positions are (dx, dy) relative to the player: dx > 0 is right, dy > 0 is
+    down; the api sees dx in -4..4 and dy in -3..3 (night's darkness hides nothing from it). Cell names:
+    materials water, grass, stone, path, sand, tree, lava, coal, iron, diamond, table, furnace; creatures
+    cow, zombie, skeleton and arrow, and plant (a growing sapling) and ripe_plant, each named instead of
+    the material under it; "player" at (0, 0); "unknown" outside the world. Walkable: grass, sand, path;
+    walking into lava is death; everything else, creatures included, blocks. Inventory health, food,
+    drink and energy (0..9): food falls by 1 about every 25 steps, drink every 20, energy every 30 (slower
+    asleep); health recovers while none of them is 0, falls while one is, and the episode ends at 0.
+    Zombies hit for 2 (7 on a sleeping player), arrows for 2. A cow takes 3 hits, a zombie 5, a skeleton
+    3 (a sword hits for 2, 3 or 5: the best one held counts). Every acting call takes real environment
+    steps, one per action."""
+
+    RECIPES = recipe_table()
 
     def _cell(self, dx: int, dy: int) -> str:
         x, y = self._env._crafter._player.pos.tolist()
         return _name(*self._env._crafter._world[x + dx, y + dy])
 
     def view(self) -> list[list[str]]:
-        """The visible 9x7 cells as names: view()[dy + 3][dx + 4]; the player is view()[3][4]."""
+        """The visible 9x7 cells as names (a creature or plant hides the material under it):
+        view()[dy + 3][dx + 4]; the player is view()[3][4]."""
         world, (x, y) = self._env._crafter._world, self._env._crafter._player.pos.tolist()
         return [[_name(*world[x + dx, y + dy]) for dx in range(-4, 5)] for dy in range(-3, 4)]
 
     def nearest(self, name: str) -> tuple[int, int] | None:
-        """(dx, dy) of the closest visible cell holding `name` (walking distance ignored), or None."""
+        """(dx, dy) of the visible cell holding `name` with the least |dx| + |dy| (ties: smaller dx, then
+        smaller dy; what blocks the way is ignored), or None."""
         view = self.view()
         return next(((dx, dy) for _, dx, dy in _BY_DISTANCE if view[dy + 3][dx + 4] == name), None)
 
     def inventory(self) -> dict[str, int]:
-        """Counts of health, food, drink, energy, sapling, wood, stone, coal, iron, diamond and tools."""
+        """Counts (0..9) by these keys: health, food, drink, energy, sapling, wood, stone, coal, iron, diamond,
+        wood_pickaxe, stone_pickaxe, iron_pickaxe, wood_sword, stone_sword, iron_sword."""
         return dict(self._env._crafter._player.inventory)
 
     def facing(self) -> tuple[int, int]:
@@ -355,7 +270,8 @@ class CrafterAPI(PrimitiveAPI):
         return tuple(int(v) for v in self._env._crafter._player.facing)
 
     def in_front(self) -> str:
-        """The name of the cell the player faces (what `do`, `place` act on)."""
+        """The name of the cell the player faces (what `do` and `place` act on; a creature or plant there
+        is named, not the material under it)."""
         return self._cell(*self.facing())
 
     def move(self, direction: str, times: int = 1) -> bool:
@@ -367,22 +283,24 @@ class CrafterAPI(PrimitiveAPI):
         return tuple(self._env._crafter._player.pos) != start
 
     def do(self, times: int = 1) -> bool:
-        """Interact with the facing cell `times` times: collect material, hit a creature, drink water.
-        Returns True if the inventory changed."""
+        """Interact with the facing cell `times` times: collect a material (see Recipes), hit a creature,
+        drink water, eat a ripe plant. Returns True if the inventory changed (counts stop at 9, and hits
+        before the last one change nothing)."""
         before = self.inventory()
         for _ in range(times):
             self._act(ACTIONS.index("do"))
         return self.inventory() != before
 
     def place(self, item: str) -> bool:
-        """Place stone, table, furnace or plant on the facing cell. Returns True if it was placed."""
+        """Place stone, table, furnace or plant on the facing cell (see Recipes). True if it was placed."""
         if item not in C.place:
             raise ValueError(f"place() takes one of {sorted(C.place)}, not {item!r}")
         self._act(ACTIONS.index("place_" + item))
         return self.in_front() == item
 
     def make(self, item: str) -> bool:
-        """Craft wood/stone/iron_pickaxe or _sword (needs a table nearby, see recipes). True if made."""
+        """Craft wood/stone/iron_pickaxe or _sword (see Recipes: a table nearby, for iron a furnace too).
+        True if its count went up."""
         if item not in C.make:
             raise ValueError(f"make() takes one of {sorted(C.make)}, not {item!r}")
         before = self.inventory()[item]
@@ -390,7 +308,10 @@ class CrafterAPI(PrimitiveAPI):
         return self.inventory()[item] > before
 
     def sleep(self, times: int = 1) -> None:
-        """Sleep `times` steps (energy recovers while asleep; the player wakes when it is full)."""
+        """Sleep `times` steps. The player falls asleep only with energy below 9, then sleeps whatever is
+        chosen (every action becomes sleep) until energy is 9 again (1 per about 11 steps: up to ~100 steps
+        from 0) or it is hurt; waking up is the wake_up achievement. No call says whether the
+        player sleeps; inventory()["energy"] rising shows it."""
         for _ in range(times):
             self._act(ACTIONS.index("sleep"))
 
@@ -400,8 +321,12 @@ class CrafterAPI(PrimitiveAPI):
             self._act(ACTIONS.index("noop"))
 
     def go_to(self, name: str, max_steps: int = 20) -> bool:
-        """Walk over walkable cells to the nearest visible `name` and face it (re-planned every step,
-        so moving creatures are followed). Returns True when facing it, False if none is reachable."""
+        """Walk to the visible `name` nearest by walking path and face it, in at most `max_steps` steps
+        (each also counts against steps_left()). The path is a breadth-first search over the walkable cells
+        of the 9x7 view, redone before every step, so moving creatures are followed and a target the view
+        gives no path to is passed over for the next nearest. Returns True when facing `name`; False as
+        soon as no visible `name` can be reached (at once, with no step, if none can), or when `max_steps`
+        run out."""
         for _ in range(max_steps):
             if self.in_front() == name:
                 return True

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import math
 import re
 import textwrap
 from dataclasses import asdict, dataclass
@@ -43,13 +44,15 @@ WRITE_PROMPT = """The API:
 
 {examples}
 
-Rules:
-- Write one function `def {name}(api):` (small helper functions are allowed).
-- No imports, no names starting with an underscore, no file or network access: only `api`.
+Rules: the sandbox checks the code before it runs and rejects code that breaks one of these, with the \
+error quoted here.
+{rules}
 - Return True when it succeeded and False when it could not; stop early rather than wander.
-- One call may take at most {budget} environment steps (api.steps_left() counts them down).
+- You see only this request: no other code action, spec or earlier code exists for you unless it is \
+shown here.
+- Your reply is cut off after {max_tokens} tokens.
 
-Write `{name}`: {spec}{feedback}
+Write `{name}`: {spec}{current}{feedback}
 Reply with only the code in one ```python block."""
 
 EXAMPLE = "Example{what}:\n```python\n{source}\n```"
@@ -64,7 +67,17 @@ def drink_water(api):
     return api.do()
 ''', "Walk to the nearest visible water and drink from it once.")
 
-FEEDBACK_NOTE = "\nThe critic's note on the previous version: {feedback}"
+CURRENT_NOTE = """
+This changes the code now in use for `{name}` (`{version}`); reply with the whole new version:
+```python
+{source}
+```{stats}"""
+
+STATS_NOTE = ("\nWhat it did in the last iteration's training: chosen {chosen} times by the RL agent; {ok} of "
+              "those calls succeeded (returned True, or the task was solved during the call); {steps} environment "
+              "steps per call on average; most common errors: {errors}.")
+
+FEEDBACK_NOTE = "\nThe critic's note on the code now in use: {feedback}"
 
 RETRY_PROMPT = """Your code failed: {error}{line}
 Reply with the whole corrected code in one ```python block."""
@@ -73,6 +86,53 @@ LINE_NOTE = "\nLine {n} of your code is: {text}"
 
 BUDGET_NOTE = ("it used all {n} environment steps of one call without returning; return sooner "
                "(api.steps_left() says how many are left)")
+
+# Code runs about 3 to 4 characters a token, so the longest code the checker accepts fits in one reply.
+CODE_REPLY_TOKENS = math.ceil(sandbox.MAX_SOURCE_CHARS / 3)
+
+# Python's words for the syntax the checker's allowlist leaves out (sandbox._ALLOWED_NODES); a node
+# missing here is shown by its ast name, which is also how the checker's error names it.
+KEYWORDS = {"Import": "import", "ImportFrom": "from ... import", "ClassDef": "class", "Global": "global",
+            "Nonlocal": "nonlocal", "With": "with", "AsyncWith": "async with", "AsyncFor": "async for",
+            "AsyncFunctionDef": "async def", "Await": "await", "Yield": "yield", "YieldFrom": "yield from",
+            "Match": "match", "TryStar": "except*"}
+
+
+def code_rules(name: str) -> str:
+    """Every rule sandbox.check enforces, worded as its errors are, built from the sandbox's own tables so
+    the prompt and the checker cannot drift apart (tests/test_agents.py breaks each rule once)."""
+    kinds = [n for n in ast.stmt.__subclasses__() + ast.expr.__subclasses__()
+             if not issubclass(n, sandbox._ALLOWED_NODES)]
+    denied = ", ".join(f"`{KEYWORDS.get(k.__name__, k.__name__)}` ({k.__name__})" for k in kinds)
+    builtins = ", ".join(sorted(sandbox._BUILTINS))
+    rules = [
+        f"- \"define exactly one function `def {name}(api):`\"; \"the entry function must take exactly one "
+        f"argument: `def {name}(api):`\". Helper functions may be defined next to it. \"only function definitions "
+        "may appear at the top level\": no constants, imports or other statements outside a function (a module "
+        "docstring is allowed).",
+        f"- \"<Name> is not allowed in code actions\" for these: {denied}.",
+        "- \"names starting with '_' are not allowed\": `_` alone is allowed (`for _ in range(3)`); "
+        "\"keyword names starting with '_' are not allowed\"; \"the attribute .<name> is not allowed\" for "
+        f"attributes starting with `_` or {', '.join(p + '...' for p in sandbox._DENIED_PREFIXES)} and for "
+        f"{', '.join('.' + a for a in sorted(sandbox._DENIED_ATTRS))} (use f-strings to format text).",
+        f"- \"'<name>' is not available in code actions\": {', '.join(sorted(sandbox._FORBIDDEN_NAMES))}. "
+        f"The only built-ins are {builtins}; \"do not rebind the built-in name '<name>'\".",
+        "- \"assigning or deleting attributes is not allowed (the api is read-only)\"; \"decorators are not "
+        "allowed\"; \"default argument values must be plain constants\".",
+        f"- \"`except` must name built-in exceptions ({', '.join(sandbox.SAFE_EXCEPTIONS)})\", so no bare "
+        "`except:`; \"`finally` is not allowed\".",
+        "- \"bytes literals are not allowed\"; \"integer literals beyond +-2**60 are not allowed\"; \"an f-string "
+        f"may have at most {sandbox._MAX_FSTRING_FIELDS} fields\"; \"f-string format specs must be constants with "
+        "widths below 1000\"; \"at most one *unpacking per call or display\".",
+        f"- \"the code must be a string of at most {sandbox.MAX_SOURCE_CHARS} characters\", and it must compile "
+        "(\"SyntaxError: ...\").",
+        "- While it runs: %-formatting of strings, integers beyond +-2**60 and strings or lists longer than "
+        f"{sandbox.MAX_LEN:,} items are refused; one call may run for at most "
+        f"{sandbox.TIME_LIMIT_S:g} s of wall time outside its environment steps (its own code and every api call "
+        f"that takes no step count) and at most {sandbox.MAX_LINES:,} lines of its own code.",
+    ]
+    return "\n".join(rules)
+
 
 PYTHON_FENCES = ("", "python", "python3", "py", "py3")
 LINE_RE = re.compile(r"\bline (\d+)\b")
@@ -120,21 +180,26 @@ class FastAgent:
         self.last_attempts: list[Attempt] = []  # the last write()'s fast loop, for train.py to save
 
     def write(self, subaction: SubAction, env_doc: str, feedback: str | None = None,
-              examples: list[CodeAction] | None = None) -> CodeAction | None:
+              examples: list[CodeAction] | None = None, current: CodeAction | None = None,
+              stats: dict | None = None) -> CodeAction | None:
         """A checked, dry-run code action for `subaction`, or None: leave it to RL. `examples` are the
-        skill library's most related skills (skill_library.py); without any, the backend's example."""
+        skill library's most related skills (skill_library.py); without any, the backend's example.
+        A rewrite (the critic's `feedback` on code in use) passes that code as `current`, with its row of
+        CodeStats.summary() as `stats` when it ran: a stateless model can only change code it is shown."""
         self.last_attempts = []
         if self.llm is None:
             return self._library(subaction)
         default = DRINK_WATER if is_crafter(self.dry_run_task) else minedojo_skills.EXAMPLE
         prompt = WRITE_PROMPT.format(api_doc=env_doc, examples=_examples_text(examples, default),
-                                     name=subaction.name, spec=subaction.spec, budget=self.dry_run_steps,
+                                     rules=code_rules(subaction.name), max_tokens=CODE_REPLY_TOKENS,
+                                     name=subaction.name, spec=subaction.spec,
+                                     current=_current_text(subaction.name, current, stats),
                                      feedback=FEEDBACK_NOTE.format(feedback=feedback) if feedback else "")
         messages = [{"role": "system", "content": WRITE_SYSTEM.format(game=game_of(self.dry_run_task))},
                     {"role": "user", "content": prompt}]
         for _ in range(self.max_attempts):
             try:
-                reply = self.llm.chat(messages, max_tokens=1024)
+                reply = self.llm.chat(messages, max_tokens=CODE_REPLY_TOKENS)
             except LLMReplyError as e:  # empty or cut-off reply: the model can fix that, so it counts
                 self.last_attempts.append(Attempt("", e.problem))
                 messages.append({"role": "user", "content": str(e)})
@@ -196,6 +261,18 @@ def _examples_text(examples: list[CodeAction] | None, default: CodeAction = DRIN
         return EXAMPLE.format(what="", source=default.source.strip("\n"))
     return "\n\n".join(EXAMPLE.format(what=f" from the skill library, {a.function}: {(a.doc or '-').splitlines()[0]}",
                                       source=a.source.strip("\n")) for a in examples)
+
+
+def _current_text(name: str, current: CodeAction | None, stats: dict | None) -> str:
+    """The code a rewrite changes, with what it did in training when it ran at all."""
+    if current is None:
+        return ""
+    shown = ""
+    if stats:
+        errors = "; ".join(f"{msg!r} x{n}" for msg, n in stats.get("errors", [])) or "none"
+        shown = STATS_NOTE.format(chosen=stats["chosen"], ok=round(stats["success_rate"] * stats["chosen"]),
+                                  steps=stats["mean_steps"], errors=errors)
+    return CURRENT_NOTE.format(name=name, version=current.name, source=current.source.strip("\n"), stats=shown)
 
 
 def save_attempts(attempts: list[Attempt], folder: Path, name: str) -> None:

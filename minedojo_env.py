@@ -293,6 +293,18 @@ class MineDojoEnv(gym.Env):
 # ----------------------------------------------------------------------------------------------
 # The primitive API that code actions are written against.
 
+# Minecraft 1.11's recipes for the tracked items (vanilla; tests/test_minedojo.py's stand-in follows the wood ones).
+RECIPE_TABLE = """Recipes (vanilla Minecraft; "table" means a crafting_table placed nearby: MineDojo's simulator \
+(its Malmo craftNearby) counts a table placed in this episode within 5 blocks of the agent's head and in \
+view; not checked against a real MineDojo here):
+- attack a tree's log block: 1 log (bare hands work); stone: 1 cobblestone, coal ore: 1 coal (both need a \
+wooden_pickaxe held); iron ore: 1 iron_ore (stone_pickaxe held); diamond ore: 1 diamond (iron_pickaxe held)
+- craft planks: 1 log -> 4 planks; stick: 2 planks -> 4 sticks; crafting_table: 4 planks; torch: 1 coal + \
+1 stick -> 4 torches (no table needed for these)
+- craft wooden_pickaxe: 3 planks + 2 sticks; stone_pickaxe: 3 cobblestone + 2 sticks; iron_pickaxe: \
+3 iron_ingot + 2 sticks; furnace: 8 cobblestone; bucket: 3 iron_ingot (each needs a table)
+- craft iron_ingot: smelts 1 iron_ore, with a furnace placed nearby and fuel (coal or planks) in the inventory"""
+
 
 class MineDojoAPI(PrimitiveAPI):
     """Minecraft for code actions. Items use technical names with underscores: log, planks, stick,
@@ -302,6 +314,8 @@ class MineDojoAPI(PrimitiveAPI):
     degrees); a call that cannot act (e.g. placing an item you do not have) waits one step and
     returns False. Angles follow Minecraft: turn(+) turns right, look(+) looks down; both are
     rounded to 15 degrees."""
+
+    RECIPES = RECIPE_TABLE
 
     def _slot(self, item: str) -> int | None:
         names = [item_name(n) for n in self._env._raw["inventory"]["name"]]
@@ -334,8 +348,8 @@ class MineDojoAPI(PrimitiveAPI):
         return self.inventory() != before
 
     def craft(self, item: str) -> bool:
-        """Craft or smelt `item` (a crafting table or furnace must be nearby where the recipe needs one).
-        Returns True if its count went up."""
+        """Craft or smelt `item` (see Recipes: what it uses, and whether a placed crafting_table or
+        furnace must be nearby). One step. Returns True if its count went up."""
         if item not in self._env.craft_items:
             raise ValueError(f"craft() takes a craftable item such as planks, stick, crafting_table, "
                              f"wooden_pickaxe, furnace or iron_ingot, not {item!r}")

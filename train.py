@@ -175,7 +175,9 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
             if run["llm"] is not None:
                 tqdm.write(f"[iter {k + 1}] asking the fast agent to write {sub.name!r} ...")
             examples = run["skills"].related(f"{args.task} {sub.name} {sub.spec}") if run["skills"] else None
-            action = fast.write(sub, doc, feedback=fix, examples=examples)
+            current = next((a for a in library.actions if a.name == library.active.get(sub.name)), None)
+            action = fast.write(sub, doc, feedback=fix, examples=examples, current=current,
+                                stats=last_code_stats(run, k).get(current.name) if current else None)
             RD.record_attempts(fast.last_attempts, it_dir, sub.name, k + 1)
         if action is None:
             saved = f" (attempts in {it_dir / 'attempts'})" if (it_dir / "attempts").is_dir() else ""
@@ -190,6 +192,13 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
         state["before_change"] = before  # kept only if the next iteration is not worse (critic.rollback_if_worse)
     tqdm.write(f"[iter {k + 1}] plan: {len(plan.subactions)} sub-actions; code actions in use: "
                f"{RD.in_use_text(library)}")
+
+
+def last_code_stats(run: dict, k: int) -> dict:
+    """Each code action's row of the last iteration's stats.json (what the critic read), {} before any: a
+    rewrite shows the fast agent what the code it changes did."""
+    path = run["dir"] / f"iter_{k}" / "stats.json"
+    return json.loads(path.read_text()).get("code_actions", {}) if path.is_file() else {}
 
 
 def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: dict) -> None:
@@ -293,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     n_base, base_actions = probe.action_space.n, E.get_task(args.task).actions  # code actions come after them
     agent = Agent(probe.observation_space, n_base)
     api = type(probe.unwrapped.make_api(0))
-    doc = api_doc(api)
+    doc = api_doc(api, args.max_macro_steps)  # the doc says how many steps one call may take
     probe.close()
     if rank == 0 and args.mode == "rlgpt":
         run["skills"] = RD.open_skill_library(args, api.__name__, doc)

@@ -14,7 +14,7 @@ import skills
 from core import CodeAction, Plan, SubAction, api_doc
 from critic import Feedback, rule_based_critique
 from env import CHOP_TREE, TASKS, CrafterAPI, get_task
-from fast_agent import DRINK_WATER, Attempt, FastAgent, extract_code, save_attempts
+from fast_agent import CODE_REPLY_TOKENS, DRINK_WATER, Attempt, FastAgent, extract_code, save_attempts
 from llm import LLMClient
 from slow_agent import LONG_CHAIN, SUBTASKS_LONG, SUBTASKS_SHORT, AgentError, SlowAgent
 from tests.fake_llm import FakeLLMServer, http_error, truncated
@@ -143,8 +143,59 @@ def test_replan_shows_the_previous_plan_and_the_critics_feedback():
         SlowAgent(client(srv)).plan(get_task("collect_wood"), DOC, feedback, previous)
     text = text_of(srv.requests[0])
     assert "the agent hit the ground instead of the tree" in text and "face the tree before" in text
-    assert "Walk until a tree is visible." in text  # the previous plan's spec
+    assert "Walk to the tree and chop it." in text  # the previous plan's spec
     assert "api.go_to(" in text and "make_iron_pickaxe" in text  # the API doc and the base actions
+
+
+def test_replan_leaves_out_the_spec_of_a_sub_action_the_critic_moved_and_says_how_code_is_kept():
+    previous = Plan.from_dict({**json.loads(plan_json()), "task": "collect_wood"})
+    feedback = Feedback("chopping is better learned", [], ["chop_tree"], {})
+    with FakeLLMServer([plan_json()]) as srv:
+        SlowAgent(client(srv)).plan(get_task("collect_wood"), DOC, feedback, previous)
+    text = text_of(srv.requests[0])
+    assert "Walk to the tree and chop it." not in text  # chop_tree's code spec, now under "rl"
+    assert "- chop_tree (rl): moved to rl by the critic; its old spec was written for code" in text
+    assert "Walk until a tree is visible." in text  # find_tree did not move
+    assert "keeps its name keeps the code accepted for it as it is" in text  # how to keep a code action
+
+
+def test_reuse_is_offered_only_with_a_skill_library_and_keeping_a_name_is_the_way_without():
+    with FakeLLMServer([plan_json()]) as srv:
+        SlowAgent(client(srv)).plan(get_task("collect_wood"), DOC)
+    assert "reuse" not in json.dumps(srv.requests[0].json)  # neither the prompt nor the schema offers it
+    reused = json.loads(plan_json())
+    reused["subactions"][1]["reuse"] = True
+    with FakeLLMServer([json.dumps(reused), plan_json()]) as srv:
+        SlowAgent(client(srv)).plan(get_task("collect_wood"), DOC)
+    repair = srv.requests[1].json["messages"][-1]["content"]
+    assert "this run has no skill library" in repair and "keeps its name keeps its accepted code" in repair
+    agent = SlowAgent(None)
+    agent.llm, agent.library = None, {"chop_tree": "Chop a tree."}
+    with FakeLLMServer([json.dumps(reused)]) as srv:
+        agent.llm = client(srv)
+        assert agent.plan(get_task("collect_wood"), DOC).subactions[1].reuse
+    text = json.dumps(srv.requests[0].json)
+    assert '\\"reuse\\": true' in text and "checked again" in text and '"reuse": {"type": "boolean"}' in text
+
+
+def test_the_planner_is_told_specs_stand_alone_and_success_must_be_observable():
+    with FakeLLMServer([plan_json()]) as srv:
+        SlowAgent(client(srv)).plan(get_task("collect_wood"), DOC)
+    text = text_of(srv.requests[0])
+    assert "each spec must stand alone" in text and "never sees the other sub-actions" in text
+    assert "success test must be observable through the API" in text and "one call's step budget" in text
+    assert "it has taken 64 environment steps" in text  # the budget, from the API doc
+
+
+def test_on_crafter_the_planner_reads_the_chain_form_and_what_measures_the_benchmark():
+    with FakeLLMServer([plan_json(subtasks=["collect_wood", "place_table"])]) as srv:
+        plan = SlowAgent(client(srv)).plan(get_task("crafter"), DOC)
+    text = text_of(srv.requests[0])
+    assert SUBTASKS_SHORT not in text and "list a chain of achievements to learn first" in text
+    assert "reached in 60% of the last 100 finished episodes" in text and "pays 0.5" in text
+    assert "never the current sub-task's" in text  # which success rate the numbers are
+    assert "every success rate of this task is 0.0 by definition" in text and "Crafter's score" in text
+    assert plan.subtasks == ["collect_wood", "place_table"]
 
 
 def test_plan_dict_round_trip():
@@ -260,7 +311,7 @@ def test_every_attempt_is_saved_with_its_code_error_and_line(tmp_path):
     assert [(r["attempt"], r["accepted"], r["line"]) for r in rows] == [(1, False, 3), (2, False, None),
                                                                         (3, True, None)]
     assert "ZeroDivisionError" in rows[0]["error"] and "x = 1 / n" in (folder / rows[0]["file"]).read_text()
-    assert rows[1]["file"] is None and rows[1]["error"] == "the reply was cut off at max_tokens=1024"
+    assert rows[1]["file"] is None and rows[1]["error"] == f"the reply was cut off at max_tokens={CODE_REPLY_TOKENS}"
     assert (folder / "chop_tree_3.py").read_text() == extract_code(FIXED, "chop_tree")
 
 
@@ -268,10 +319,97 @@ def test_first_prompt_shows_api_doc_example_rules_and_the_critics_note():
     with FakeLLMServer([FIXED]) as srv:
         FastAgent(client(srv)).write(SUB, DOC, feedback="face the tree before `do`")
     text = text_of(srv.requests[0])
-    assert DOC in text and "def drink_water(api):" in text and "No imports" in text
+    assert DOC in text and "def drink_water(api):" in text and "`import` (Import)" in text
     assert CHOP_TREE.source.strip() not in text  # the example is never the answer to the default task (collect_wood)
     sandbox.check(DRINK_WATER.source, "drink_water")  # and it is code the sandbox accepts
     assert SUB.spec in text and "face the tree before `do`" in text
+
+
+def test_a_rewrite_shows_the_code_it_changes_with_its_statistics():
+    current = CodeAction("chop_tree_v2", "def chop_tree(api):\n    return api.go_to('tree', 9) and api.do()\n",
+                         entry="chop_tree")
+    with FakeLLMServer([FIXED]) as srv:
+        FastAgent(client(srv)).write(SUB, DOC, feedback="keep the structure; face the tree first",
+                                     current=current, stats=STATS["code_actions"]["chop_tree"])
+    text = text_of(srv.requests[0])
+    assert current.source.strip() in text and "code now in use for `chop_tree` (`chop_tree_v2`)" in text
+    assert "chosen 4321 times" in text and "1780 of those calls succeeded" in text and "23.75" in text
+    assert "'line 3: ZeroDivisionError: division by zero' x17" in text
+    assert "keep the structure; face the tree first" in text
+    with FakeLLMServer([FIXED]) as srv:
+        FastAgent(client(srv)).write(SUB, DOC, current=current)  # never ran: the code, no statistics
+    assert current.source.strip() in text_of(srv.requests[0]) and "by the RL agent;" not in text_of(srv.requests[0])
+
+
+# One breach of each rule sandbox.check enforces, with the words of its error: the prompt must quote them.
+BREACHES = {
+    "import os": "Import is not allowed in code actions",
+    "class A:\n    pass": "ClassDef is not allowed in code actions",
+    "with x:\n    pass": "With is not allowed in code actions",
+    "global x": "Global is not allowed in code actions",
+    "_x = 1": "names starting with '_' are not allowed",
+    "f(_k=1)": "keyword names starting with '_' are not allowed",
+    "x = api._env": "the attribute ._env is not allowed",
+    "x = '{}'.format(1)": "the attribute .format is not allowed",
+    "x = eval('1')": "'eval' is not available in code actions",
+    "len = 3": "do not rebind the built-in name 'len'",
+    "api.x = 1": "assigning or deleting attributes is not allowed (the api is read-only)",
+    "try:\n    pass\nexcept:\n    pass": "`except` must name built-in exceptions (Exception, ValueError",
+    "try:\n    pass\nfinally:\n    pass": "`finally` is not allowed",
+    "x = b'a'": "bytes literals are not allowed",
+    "x = 2 ** 70 if False else 1180591620717411303424": "integer literals beyond +-2**60 are not allowed",
+    "x = f'{1:01000}'": "f-string format specs must be constants with widths below 1000",
+    "f(*a, *b)": "at most one *unpacking per call or display",
+}
+TOP_LEVEL = {
+    "N = 3\ndef chop_tree(api):\n    return True\n": "only function definitions may appear at the top level",
+    "def chop_tree(api, n=1):\n    return True\n": "the entry function must take exactly one argument",
+    "def other(api):\n    return True\n": "define exactly one function `def chop_tree(api):`",
+    "@d\ndef chop_tree(api):\n    return True\n": "decorators are not allowed",
+    "def chop_tree(api, n=[]):\n    return True\n": "the entry function must take exactly one argument",
+    "def helper(n=[]):\n    return n\ndef chop_tree(api):\n    return True\n":
+        "default argument values must be plain constants",
+    "def chop_tree(api):\n    return f'" + "{1}" * 21 + "'\n": "an f-string may have at most 20 fields",
+    "def chop_tree(api):\n    x = 'a' * 1\n" + "#" * 20_000: "the code must be a string of at most 20000 characters",
+}
+
+
+def rules_prompt() -> str:
+    with FakeLLMServer([FIXED]) as srv:
+        FastAgent(client(srv)).write(SUB, DOC)
+    return text_of(srv.requests[0])
+
+
+@pytest.fixture(scope="module")
+def prompt_text():
+    return rules_prompt()
+
+
+@pytest.mark.parametrize("source, words", [(f"def chop_tree(api):\n    {line.replace(chr(10), chr(10) + '    ')}\n"
+                                            "    return True\n", w) for line, w in BREACHES.items()]
+                         + list(TOP_LEVEL.items()), ids=list(BREACHES.values()) + list(TOP_LEVEL.values()))
+def test_every_rule_the_checker_enforces_is_in_the_prompt_in_its_words(prompt_text, source, words):
+    with pytest.raises(sandbox.SandboxError) as e:
+        sandbox.check(source, "chop_tree")
+    assert words in e.value.message
+    shown = words.replace("._env", ".<name>").replace(".format", ".<name>").replace("'eval'", "'<name>'")
+    shown = shown.replace("'len'", "'<name>'").replace("ClassDef", "<Name>").replace("With", "<Name>")
+    shown = shown.replace("Import is", "<Name> is").replace("Global is", "<Name> is")
+    assert shown in prompt_text, words
+
+
+def test_the_prompt_allows_underscore_alone_as_the_checker_does(prompt_text):
+    sandbox.check("def chop_tree(api):\n    for _ in range(3):\n        api.noop()\n    return True\n", "chop_tree")
+    assert "`_` alone is allowed" in prompt_text and "`import` (Import)" in prompt_text
+    assert "`.format`" not in prompt_text and ".format" in prompt_text  # listed among the denied attributes
+
+
+def test_the_code_reply_cap_fits_the_longest_code_allowed_and_the_prompt_says_it(prompt_text):
+    with FakeLLMServer([FIXED]) as srv:
+        FastAgent(client(srv)).write(SUB, DOC)
+    assert srv.requests[0].json["max_tokens"] == CODE_REPLY_TOKENS > 1024
+    assert CODE_REPLY_TOKENS * 3 >= sandbox.MAX_SOURCE_CHARS  # 3 characters a token at least, for code
+    assert f"cut off after {CODE_REPLY_TOKENS} tokens" in prompt_text
 
 
 CHECK_FAIL = "```python\ndef chop_tree(api):\n    import os\n    return True\n```"
@@ -343,3 +481,44 @@ def test_library_fast_agent_returns_checked_skills(monkeypatch):
     monkeypatch.setitem(skills.SKILLS, "broken", CodeAction("broken", "def broken(api):\n    return 1 / 0\n"))
     assert agent.write(SubAction("broken", "code", ""), DOC) is None  # same checks as model code
     assert "ZeroDivisionError" in agent.last_attempts[0].error
+
+
+# ----------------------------------------------------------------------------------------------
+# train.py: the critic's fix reaches the fast agent with the code it fixes.
+
+FIRST_CHOP = "def chop_tree(api):\n    # FIRST-VERSION\n    return api.go_to('tree', 30) and api.do()\n"
+
+
+def test_train_sends_the_code_being_fixed_and_its_statistics_with_the_critics_note(tmp_path, monkeypatch):
+    import train  # the whole run: imported here so the module's other tests stay light
+
+    def script(request: dict) -> str:
+        system, user = request["messages"][0]["content"], request["messages"][-1]["content"]
+        if system.startswith("You are the slow agent"):
+            return json.dumps(skills.reference_plan("collect_wood"))
+        if system.startswith("You are the critic"):
+            return json.dumps({"summary": "s", "to_code": [], "to_rl": [], "fixes": {"chop_tree": "FIX-NOTE"}})
+        if "FIX-NOTE" in user:
+            return "```python\n" + FIRST_CHOP.replace("FIRST-VERSION", "SECOND-VERSION") + "```"
+        return "```python\n" + FIRST_CHOP + "```"
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with FakeLLMServer(script) as srv:
+        assert train.main(["--task", "collect_wood", "--llm", "http", "--llm-url", srv.url, "--llm-model", "fake",
+                           "--iterations", "2", "--total-steps", "512", "--num-envs", "2", "--num-steps", "32",
+                           "--eval-episodes", "1", "--no-capture-video", "--skills", "none", "--seed", "3",
+                           "--runs-dir", str(tmp_path), "--run-name", "r"]) == 0
+    (fix,) = [text_of(r) for r in srv.requests if "FIX-NOTE" in r.json["messages"][-1]["content"]
+              and r.json["messages"][0]["content"].startswith("You write code actions")]
+    assert FIRST_CHOP.strip() in fix  # the code the note is about
+    row = json.loads((tmp_path / "r" / "iter_1" / "stats.json").read_text())["code_actions"]["chop_tree"]
+    assert f"chosen {row['chosen']} times by the RL agent" in fix
+    assert "SECOND-VERSION" in (tmp_path / "r" / "iter_2" / "skills" / "chop_tree_v2.py").read_text()
+
+
+def test_the_whole_task_program_is_told_how_much_one_call_should_do():
+    from types import SimpleNamespace
+
+    from code_actions import whole_task_subaction
+    spec = whole_task_subaction(SimpleNamespace(task="collect_wood", max_macro_steps=64)).spec
+    assert "each call does the next step the inventory and the view allow" in spec and "64 env steps" in spec

@@ -233,3 +233,92 @@ def test_code_stats_count_the_reward_earned_inside_each_call():
     stats.restore(5, {"chop": {"chosen": 4, "ok": 1, "steps": 8, "errors": Counter()}})
     assert stats.summary()["chop"]["mean_reward"] == 0.0 and stats.totals()[1]["chop"]["steps"] == 8
 
+
+
+# ----------------------------------------------------------------------------------------------
+# The API doc says what the game does: each claim is checked in the game itself.
+
+
+def sand_world(budget: int = 64):
+    """A fresh world whose visible 9x7 cells are all sand (no creatures spawn on it) but the player's;
+    returns (env, world, player, api). Cells are then set by (dx, dy) from the player."""
+    env = E.make_env("collect_wood", 0)
+    env.reset(seed=0)
+    game = env.unwrapped._crafter
+    world, player = game._world, game._player
+    x, y = player.pos
+    for dx in range(-4, 5):
+        for dy in range(-3, 4):
+            if (dx, dy) != (0, 0):
+                if world[x + dx, y + dy][1] is not None:
+                    world.remove(world[x + dx, y + dy][1])
+                world[x + dx, y + dy] = "sand"
+    return env, world, player, env.unwrapped.make_api(budget)
+
+
+def test_nearby_in_the_doc_is_the_3x3_square_as_in_the_game():
+    doc = api_doc(E.CrafterAPI)
+    assert '"nearby" is the 3x3 square around the player, diagonals included' in doc
+    env, world, player, api = sand_world()
+    x, y = player.pos
+    world[x + 1, y + 1] = "table"  # diagonal: inside the square
+    player.inventory["wood"] = 1
+    assert api.make("wood_pickaxe")
+    world[x + 1, y + 1], world[x + 2, y] = "sand", "table"  # two cells away: outside it
+    player.inventory["wood"] = 1
+    assert not api.make("wood_sword")
+    env.close()
+
+
+def test_the_recipe_table_holds_every_rule_and_its_costs_are_the_games():
+    doc = api_doc(E.CrafterAPI)
+    for kind, verb in (("collect", "`do` facing"), ("place", "place"), ("make", "make")):
+        for name in getattr(crafter.constants, kind):
+            assert f"- {verb} {name}: " in doc, (kind, name)
+    for item in ("table", "furnace"):
+        line = next(line for line in doc.splitlines() if line.startswith(f"- place {item}: uses "))
+        n, material = line.split("uses ")[1].split(";")[0].split()
+        env, world, player, api = sand_world()
+        player.inventory[material] = int(n) - 1
+        assert not api.place(item)  # one short of what the doc says: nothing placed
+        player.inventory[material] = int(n)
+        assert api.place(item) and player.inventory[material] == 0
+        env.close()
+
+
+def test_view_and_in_front_name_the_creature_standing_on_a_cell():
+    doc = " ".join(api_doc(E.CrafterAPI).split())
+    assert "each named instead of the material under it" in doc and "a creature or plant there is named" in doc
+    env, world, player, api = sand_world()
+    x, y = player.pos
+    dx, dy = api.facing()
+    world.add(crafter.objects.Cow(world, (x + dx, y + dy)))
+    assert api.in_front() == "cow" and api.view()[3 + dy][4 + dx] == "cow"
+    env.close()
+
+
+def test_go_to_heads_for_the_nearest_target_by_path_and_passes_over_an_unreachable_one():
+    doc = api_doc(E.CrafterAPI)
+    assert "nearest by walking path" in doc and "passed over for the next nearest" in doc
+    assert "at once, with no step, if none can" in doc
+    env, world, player, api = sand_world()
+    x, y = player.pos
+    world[x + 2, y] = "tree"  # the nearest tree in a straight line, walled in by water
+    for cx, cy in ((1, 0), (3, 0), (2, -1), (2, 1)):
+        world[x + cx, y + cy] = "water"
+    left = api.steps_left()
+    assert not api.go_to("tree", 20) and api.steps_left() == left  # none reachable: no step taken
+    world[x - 3, y] = "tree"  # farther, but reachable
+    assert api.nearest("tree") == (2, 0)
+    assert api.go_to("tree", 20) and api.facing() == (-1, 0) and tuple(player.pos) == (x - 2, y)
+    env.close()
+
+
+def test_the_doc_names_every_inventory_key_and_says_what_a_call_costs():
+    doc = api_doc(E.CrafterAPI, budget=100)
+    line = next(line for line in doc.splitlines() if line.startswith("api.inventory()"))
+    env, _, _, api = sand_world()
+    assert set(api.inventory()) == set(E.ITEMS) and all(k in line for k in api.inventory())
+    env.close()
+    assert "when it has taken 100 environment steps" in doc and "charged one noop step" in doc
+    assert "each call is one of the agent's decisions" in doc and "Nothing is kept from one call to the next" in doc

@@ -226,6 +226,18 @@ def test_api_doc_renders_every_call(fake):
     assert all(line.split(": ", 1)[1] for line in doc.splitlines() if line.startswith("api."))
 
 
+def test_the_doc_carries_minecrafts_recipes_as_the_stand_in_plays_them(fake):
+    doc = api_doc(minedojo_env.MineDojoAPI)
+    assert "Recipes (vanilla Minecraft" in doc and "within 5 blocks" in doc
+    for display, (uses, makes, table) in RECIPES.items():
+        item = display.replace(" ", "_")
+        line = next(line for line in doc.splitlines() if f" {item}: " in line and line.startswith("- craft"))
+        recipe = line.split(f" {item}: ")[1].split(";")[0]
+        assert all(f"{n} {k}" in recipe for k, n in uses.items()), (item, recipe)
+        assert (f"-> {makes} " in recipe) == (makes > 1), (item, recipe)
+        assert line.endswith("(each needs a table)") == table, item
+
+
 def test_camera_calls_split_into_15_degree_bins(fake):
     e = minedojo_env.MineDojoEnv(RAW)
     e.reset()
