@@ -21,9 +21,11 @@ from __future__ import annotations
 import argparse
 import json
 
+import curriculum as CU
 import minedojo_skills
 import skills
 from core import MAX_SUBACTIONS, SHAPING_RANGE, CodeAction, Plan, Task, api_doc
+from crafter_env import SUBTASK_REWARD
 from critic import (
     FEEDBACK_SCHEMA,
     Feedback,
@@ -61,20 +63,33 @@ Reply with JSON:
 optionally "subtask": the sub-task (from "subtasks") it serves, and for an "rl" sub-action its own \
 "rl_config" (same menu as below), used on top of the plan's while that sub-task is being trained}}.
 - "rl_config": only from this menu: "shaping": {{inventory item: reward per unit gained, {lo} to {hi}}} \
-with items from {items}; "mask_actions": base actions the RL agent never needs for this task."""
+with items from {items}; "mask_actions": base actions the RL agent never needs for this task.
+A "code" sub-action's spec is all its code writer reads, with the API doc above and an example: it never \
+sees the other sub-actions, their specs or their code, so each spec must stand alone (never "as X does"). \
+Its success test must be observable through the API (an inventory count, what view() or in_front() \
+shows), and what it asks must fit in one call's step budget (see "How a code action runs")."""
 
 SUBTASKS_LONG = ("this task has a long prerequisite chain, so first list the chain of sub-tasks that "
-                 "reaches it, in order, ending with the task itself; then give sub-actions that serve them. "
-                 "Training follows the chain as a curriculum, one sub-task at a time, so each sub-task must be "
-                 "one of the milestones above.")
+                 "reaches it, in order, ending with the task itself; then give sub-actions that serve them. ")
+SUBTASKS_BENCHMARK = ("this task has no single goal, so you may list a chain of achievements to learn first, in "
+                      "order (e.g. the tech tree towards the diamond), or [] for none. ")
+CURRICULUM = ("Training follows the chain as a curriculum, one sub-task at a time, so each sub-task must be one "
+              "of the milestones above: reaching the current one for the first time in an episode pays {bonus} on "
+              "top of the task's own reward, and training moves on to the next once the current one is reached "
+              "in {threshold:.0%} of the last {window} finished episodes (judged on at least {min_episodes}) or "
+              "its equal share of the run's environment steps is spent; the last one then stays current. Every "
+              "episode still plays for the whole task, and every success rate reported is the whole task's, "
+              "never the current sub-task's.")
 SUBTASKS_SHORT = "[] (the task is short enough to plan directly)."
+SUBTASKS_MINEDOJO = "[] (no curriculum runs on MineDojo: the sub-actions serve the task as a whole)."
 
 LIBRARY_NOTE = """
 
 Skills in the library (code actions accepted and measured in earlier runs; name: what it does):
 {skills}
-To reuse one as it is, give a "code" sub-action with exactly its name and "reuse": true: no new code is \
-written for it. Leave "reuse" out for code that must be written anew."""
+To use one as it is, give a "code" sub-action with exactly its name and "reuse": true: its code is taken \
+from the library and checked again, and no new code is written (if it fails the check, new code is written \
+from your spec). Leave "reuse" out for code that must be written anew."""
 
 REPLAN_PROMPT = """
 
@@ -82,8 +97,12 @@ Your previous plan was trained with RL. The plan, with the critic's moves and RL
 {previous}
 The critic's feedback:
 {feedback}
-Revise the plan: follow the critic's moves between code and rl unless you have a good reason not to, \
-and keep the names of sub-actions that stay."""
+Revise the plan: follow the critic's moves between code and rl unless you have a good reason not to. A \
+"code" sub-action that keeps its name keeps the code accepted for it as it is: nothing is rewritten \
+unless the critic's "fixes" name it (the code writer then gets that note and the code); a new spec under \
+an old name changes no code. To have code written anew, give the sub-action a new name."""
+
+MOVED_NOTE = "moved to {how} by the critic; its old spec was written for {was} and is left out: write a new one"
 
 REPAIR_PROMPT = "Your reply was rejected: {error}\nReply again with only the whole corrected JSON."
 
@@ -134,17 +153,19 @@ class SlowAgent:
 
         def parse(data: dict) -> Plan:
             plan = Plan.from_dict({**data, "task": task.name}, task)
-            if len(task.prerequisites) >= LONG_CHAIN and not plan.subtasks:
+            if _subtasks_rule(task) == SUBTASKS_LONG and not plan.subtasks:
                 raise ValueError(f"`{task.name}` has a long prerequisite chain: list the chain of "
                                  "sub-tasks in \"subtasks\" first")
             unknown = [s.name for s in plan.subactions if s.reuse and s.name not in self.library]
             if unknown:
                 raise ValueError(f"{unknown} say \"reuse\": true but are not in the skill library; reuse only "
-                                 f"{sorted(self.library) or 'nothing (the library is empty)'}, or leave reuse out")
+                                 f"{sorted(self.library) or 'nothing (this run has no skill library)'}, or leave "
+                                 "reuse out (a code sub-action that keeps its name keeps its accepted code)")
             return plan
 
         messages = plan_messages(task, env_doc, feedback, previous, self.library)
-        return self._ask(messages, PLAN_SCHEMA, parse, "plan", max_tokens=2048)
+        schema = PLAN_SCHEMA if self.library else _without_reuse(PLAN_SCHEMA)
+        return self._ask(messages, schema, parse, "plan", max_tokens=2048)
 
     def critique(self, plan: Plan, code_actions: list[CodeAction], stats: dict,
                  frames: list[bytes] | None = None) -> Feedback:
@@ -199,25 +220,53 @@ class SlowAgent:
 def plan_messages(task: Task, env_doc: str, feedback: Feedback | None = None,
                   previous: Plan | None = None, library: dict[str, str] | None = None) -> list[dict]:
     """The planner's prompt, filled in; `python slow_agent.py --task T` prints it."""
+    rule = _subtasks_rule(task)
+    if rule in (SUBTASKS_LONG, SUBTASKS_BENCHMARK):
+        rule += CURRICULUM.format(bonus=SUBTASK_REWARD, threshold=CU.THRESHOLD, window=CU.WINDOW,
+                                  min_episodes=CU.MIN_EPISODES)
     text = PLAN_PROMPT.format(
         task=task.name, description=task.description, chain=" -> ".join(task.prerequisites) or "none",
-        api_doc=env_doc, actions=", ".join(task.actions), max_subactions=MAX_SUBACTIONS,
-        subtasks_rule=SUBTASKS_LONG if len(task.prerequisites) >= LONG_CHAIN else SUBTASKS_SHORT,
+        api_doc=env_doc, actions=", ".join(task.actions), max_subactions=MAX_SUBACTIONS, subtasks_rule=rule,
         milestones=", ".join(task.milestones) or "none",
         lo=SHAPING_RANGE[0], hi=SHAPING_RANGE[1], items=", ".join(task.items))
     if library:
         text += LIBRARY_NOTE.format(skills="\n".join(f"- {name}: {line}" for name, line in library.items()))
     if feedback is not None:
-        text += REPLAN_PROMPT.format(previous=_plan_text(previous) if previous else "(not kept)",
+        moved = {n: "rl" for n in feedback.to_rl} | {n: "code" for n in feedback.to_code}
+        text += REPLAN_PROMPT.format(previous=_plan_text(previous, moved) if previous else "(not kept)",
                                      feedback=json.dumps(feedback.to_dict(), indent=1))
     return [{"role": "system", "content": PLAN_SYSTEM.format(game=game_of(task.name))},
             {"role": "user", "content": text}]
 
 
-def _plan_text(plan: Plan) -> str:
+def _subtasks_rule(task: Task) -> str:
+    """What the planner is asked for "subtasks": a chain where the curriculum (Crafter only) reads one."""
+    if not is_crafter(task.name):
+        return SUBTASKS_MINEDOJO
+    if task.achievement is None:
+        return SUBTASKS_BENCHMARK
+    return SUBTASKS_LONG if len(task.prerequisites) >= LONG_CHAIN else SUBTASKS_SHORT
+
+
+def _without_reuse(schema: dict) -> dict:
+    """The plan schema without "reuse", for a run with no skill library: never offer what does not exist."""
+    items = schema["properties"]["subactions"]["items"]
+    props = {k: v for k, v in items["properties"].items() if k != "reuse"}
+    subactions = {**schema["properties"]["subactions"], "items": {**items, "properties": props}}
+    return {**schema, "properties": {**schema["properties"], "subactions": subactions}}
+
+
+def _plan_text(plan: Plan, moved: dict[str, str] | None = None) -> str:
+    """A plan as the prompts show it; a sub-action in `moved` (name -> its new "how") shows no spec, since
+    that spec was written for the other kind."""
+    moved = moved or {}
     lines = [f"sub-tasks: {' -> '.join(plan.subtasks)}"] if plan.subtasks else []
-    lines += [f"- {s.name} ({s.how}{', reused from the library' if s.reuse else ''}): {s.spec}"
-              for s in plan.subactions]
+    for s in plan.subactions:
+        if s.name in moved:
+            was = "code" if moved[s.name] == "rl" else "rl"
+            lines.append(f"- {s.name} ({s.how}): {MOVED_NOTE.format(how=s.how, was=was)}")
+        else:
+            lines.append(f"- {s.name} ({s.how}{', reused from the library' if s.reuse else ''}): {s.spec}")
     lines.append(f"rl_config: {json.dumps(plan.rl_config)}")
     return "\n".join(lines)
 
