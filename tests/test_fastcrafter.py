@@ -5,7 +5,8 @@ an insertion-ordered set (patched for the duration of a test only), which is the
 fastcrafter documents. Two policies drive both envs with the same actions: random, and a scripted
 gatherer that makes tables, tools, furnaces and plants happen, sleeps, fights, and lives through
 nights; the tests check that those events did happen, so a policy that drifted into doing nothing
-cannot make the comparison vacuous.
+cannot make the comparison vacuous. Staged scenes, set up alike in both envs, reach what neither
+policy does: a ripe plant, lava, arrows, a full inventory, a whole night awake.
 """
 
 import collections
@@ -231,3 +232,107 @@ def test_env_py_runs_either_implementation_alike():
     assert crafter.engine.World.reset.__module__ == "crafter.engine", "crafter must not be patched globally"
     with pytest.raises(ValueError, match="crafter_impl"):
         E.make_env("collect_wood", 0, crafter_impl="nope")
+
+
+# ----------------------------------------------------------------------------------------------
+# Staged scenes: states the policies above never reach (a ripe plant, lava, arrows, a full inventory,
+# a night awake), set up in both envs alike through the world's own API, then played with the same
+# scripted actions and compared step by step. Each scene asserts that its state did come into view.
+
+
+def _clearing(env) -> tuple[int, int]:
+    """Grass with no creature on it over the player's view and a margin; the player's position."""
+    world, player = env._world, env._player
+    px, py = player.pos.tolist()
+    for x in range(px - 7, px + 8):
+        for y in range(py - 6, py + 7):
+            world[(x, y)] = "grass"
+            if world[(x, y)][1] not in (None, player):
+                world.remove(world[(x, y)][1])
+    return px, py
+
+
+def _in_view(env, cls) -> list:
+    """The creatures of class `cls` inside the local view (9 x 7 cells around the player)."""
+    px, py = env._player.pos.tolist()
+    return [obj for obj in env._world.objects
+            if isinstance(obj, cls) and abs(obj.pos[0] - px) <= 4 and abs(obj.pos[1] - py) <= 3]
+
+
+def ripe_plant(env):
+    """A sapling planted in view, left to ripen (its growth counter set 11 updates short of ripe), then eaten."""
+    px, py = _clearing(env)
+    env._player.inventory.update(sapling=1, food=2)
+    yield A["place_plant"]  # the player faces down at the start
+    plant = env._world[(px, py + 1)][1]
+    assert isinstance(plant, crafter.objects.Plant) and not plant.ripe
+    plant.grown = 290
+    for _ in range(14):
+        yield A["noop"]
+    assert plant.ripe and _in_view(env, crafter.objects.Plant) == [plant]
+    yield A["do"]
+    assert env._player.achievements["eat_plant"] == 1 and env._player.inventory["food"] == 6 and not plant.ripe
+    yield A["noop"]
+
+
+def lava(env):
+    """A lava pool in view, walked around and then into."""
+    px, py = _clearing(env)
+    for x, y in [(px - 1, py), (px - 2, py), (px - 2, py - 1), (px - 3, py + 2), (px + 3, py - 2)]:
+        env._world[(x, y)] = "lava"
+    for name in ("move_up", "move_right", "move_down", "move_down", "move_left", "move_up", "move_left"):
+        yield A[name]
+    assert env._world[env._player.pos][0] == "lava" and env._player.health == 0
+
+
+def arrows(env):
+    """Skeletons 4 cells away on each side of the player on a path, shooting at it."""
+    px, py = _clearing(env)
+    for x in range(px - 6, px + 7):
+        env._world[(x, py)] = "path"
+    for y in range(py - 5, py + 6):
+        env._world[(px, y)] = "path"
+    for dx, dy in [(4, 0), (-4, 0), (0, 4), (0, -4)]:
+        env._world.add(crafter.objects.Skeleton(env._world, (px + dx, py + dy), env._player))
+    facings = set()
+    for _ in range(30):
+        yield A["noop"]
+        facings |= {tuple(arrow.facing) for arrow in _in_view(env, crafter.objects.Arrow)}
+    assert facings == {(-1, 0), (1, 0), (0, -1), (0, 1)}, facings
+    assert env._player.health < 9
+
+
+def full_inventory(env):
+    """Every item at its cap (9), then actions that would go past it: chopping, making, placing."""
+    px, py = _clearing(env)
+    env._player.inventory.update({name: info["max"] for name, info in C.items.items()})
+    env._world[(px, py + 1)] = "tree"
+    env._world[(px + 1, py)] = "table"
+    for name in ("do", "make_wood_pickaxe", "make_stone_sword", "do", "place_stone", "noop"):
+        yield A[name]
+    assert all(env._player.inventory[k] == 9 for k in ("wood_pickaxe", "stone_sword", "sapling", "coal"))
+    assert env._player.inventory["wood"] == 7 and env._player.inventory["stone"] == 7  # 9 - sword - placed
+
+
+def night_awake(env):
+    """The clock set to just before dusk; the player walks about, awake, until after dawn."""
+    _clearing(env)
+    env._step = 140
+    light = []
+    for t in range(140):
+        yield A[("move_left", "move_up", "move_right", "move_down")[t // 3 % 4]]
+        assert not env._player.sleeping
+        light.append(env._world.daylight)
+    assert light[0] > 0.5 > min(light) and light[-1] > 0.5 and min(light) < 0.01
+
+
+@pytest.mark.parametrize("scene", [ripe_plant, lava, arrows, full_inventory, night_awake])
+def test_staged_scene_matches_crafter(reference, scene):
+    ref, fast = reference(seed=1), fastcrafter.Env(seed=1)
+    assert np.array_equal(ref.reset(), fast.reset())
+    want_actions, got_actions = scene(ref), scene(fast)  # each sets up its own env before each action
+    for t, (action, same) in enumerate(zip(want_actions, got_actions, strict=True)):
+        assert action == same
+        assert_same(ref.step(action), fast.step(action), f"at step {t} of {scene.__name__}")
+        for size in SIZES:
+            assert np.array_equal(ref.render(size), fast.render(size)), f"render{size} at step {t}"
