@@ -9,12 +9,17 @@ text is untrusted, so it passes three layers:
    builtin Exception subclasses, so a stop, an `Interrupt`, can never be swallowed) and compiles the
    code, so a compiler error (`continue` outside a loop, a repeated keyword) is a SandboxError too.
 2. `compile_action` rewrites the operations that can blow up inside one C call (`*`, `**`, `<<`, `+`,
-   `-`, `%`, `str.join`/`replace`, f-string fields) into size-checked helpers and runs the module with
+   `-`, `%`, `str.join`/`replace`, f-string fields) into size-checked helpers, puts a budget check at
+   every loop iteration (comprehensions' included) and function entry, and runs the module with
    restricted builtins (`range`, `str`, `int`, `zip`, ... wrapped to refuse huge inputs or results).
-3. The code runs only in a worker process (sandbox_worker.py) under a time, line, depth and memory
-   budget, driven by the trainer through sandbox_host.py, which kills and replaces the worker when a
-   single C call overruns the budget or the worker dies: what the checks cannot see cannot reach the
-   trainer.
+3. The code runs only in a worker process (sandbox_worker.py), whose checks (`_tick`, `_enter`,
+   `_leave`: names the model cannot write, so cannot call, rebind or reset) hold it to a time,
+   iteration, depth and memory budget, driven by the trainer through sandbox_host.py, which kills and
+   replaces the worker when a single C call overruns the budget or the worker dies: what the checks
+   cannot see cannot reach the trainer.
+
+Compiled-in checks, not a line tracer: a trace call on every line of every skill halved the speed of
+training with code actions; a check per iteration or call costs a few percent (bench/code_sps.py).
 
     sandbox.check(source, "chop_tree")              # raises SandboxError(message, lineno)
     worker = sandbox_host.Worker()                   # one per env; the process starts on first use
@@ -38,7 +43,9 @@ MAX_LEN = 1_000_000  # longest str/list/tuple/range one operation may build, or 
 MAX_INT = 2**60
 TIME_LIMIT_S = 1.0  # wall time a call may run outside its env steps (env.CodeActions' default)
 MAX_DEPTH = 200  # nested calls of the model's own functions
-MAX_LINES = 50_000  # lines of the model's own code per run: a deterministic bound on its work
+MAX_ITERATIONS = 50_000  # loop iterations plus calls of the model's own functions per run: a deterministic
+# bound on its work. Each runs at least one line, so this refuses nothing a 50,000-line budget allows; the
+# reference programs' longest call made 4,452 (crafter's whole-task program, 4,313 calls; 349 on average)
 MEMORY_LIMIT_MB = 128  # resident memory the model's code may add during one run
 # C stack of the thread running model code. CPython 3.11 hashes nested tuples by unguarded C recursion,
 # ~64 bytes a level; the memory limit allows ~2.4M levels of 56-byte tuples, which need ~150 MB
@@ -376,7 +383,27 @@ _BUILTINS = {
     "dict": dict, "set": set, "tuple": tuple, "int": _int, "float": float, "bool": bool, "str": _str,
     "isinstance": _isinstance, "round": _round, "print": _print, **SAFE_EXCEPTIONS,
 }
-_HELPERS = {"_arith": _arith, "_aug": _aug, "_sized_method": _sized_method, "_text": _text}
+def _unbudgeted() -> None:
+    raise RuntimeError("code actions must be called through sandbox_worker.run")
+
+
+def _budgeted(fn: Callable) -> Callable:
+    """A lambda's calls count as the model's calls (depth and budget), as a def's do through the
+    checks compiled into its body, which a lambda (one expression) has no room for."""
+    checks = fn.__globals__
+
+    def call(*args, **kwargs):
+        checks["_enter"]()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            checks["_leave"]()
+
+    return call
+
+
+_HELPERS = {"_arith": _arith, "_aug": _aug, "_sized_method": _sized_method, "_text": _text, "_budgeted": _budgeted}
+_CHECKS = {"_tick": _unbudgeted, "_enter": _unbudgeted, "_leave": _unbudgeted}  # sandbox_worker binds each run's
 _GUARDED_OPS = {ast.Mult: "*", ast.Pow: "**", ast.LShift: "<<", ast.Add: "+", ast.Sub: "-", ast.Mod: "%"}
 
 
@@ -419,6 +446,35 @@ class _Guard(ast.NodeTransformer):
         return node
 
 
+class _Budget(ast.NodeTransformer):
+    """Puts `_tick()` at the top of every loop body and in front of every comprehension's filters,
+    wraps every def's body in `_enter()` ... `try: ... finally: _leave()` and every lambda in
+    `_budgeted`. The checks carry the loop's or def's line, so a stop reports the model's own line."""
+
+    def visit_loop(self, node: ast.For | ast.While) -> ast.AST:
+        self.generic_visit(node)
+        node.body.insert(0, ast.copy_location(ast.Expr(_call("_tick", node)), node))
+        return node
+
+    visit_For = visit_While = visit_loop
+
+    def visit_comprehension(self, node: ast.comprehension) -> ast.AST:
+        self.generic_visit(node)
+        node.ifs.insert(0, _call("_tick", node.iter))  # _tick() returns True
+        return node
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        self.generic_visit(node)
+        leave = ast.copy_location(ast.Expr(_call("_leave", node)), node)
+        guarded = ast.copy_location(ast.Try(body=node.body, handlers=[], orelse=[], finalbody=[leave]), node)
+        node.body = [ast.copy_location(ast.Expr(_call("_enter", node)), node), guarded]
+        return node
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
+        self.generic_visit(node)
+        return _call("_budgeted", node, node)
+
+
 def _call(helper: str, where: ast.AST, *args: ast.expr) -> ast.Call:
     return ast.copy_location(ast.Call(ast.Name(helper, ast.Load()), list(args), []), where)
 
@@ -436,17 +492,18 @@ def _compile(tree: ast.Module, filename: str) -> object:
 
 
 def compile_action(source: str, entry: str) -> Callable:
-    """Check, guard and compile `source`; return its entry function. Call it only through `run`."""
+    """Check, guard and compile `source`; return its entry function. Call it only through
+    sandbox_worker.run, which binds its budget checks (in the function's globals) for each run."""
     tree = _parse(source, entry)
     _compile(tree, "<check>")  # the compiler's own errors, reported on the model's unguarded code
     filename = f"{FILENAME_PREFIX}{entry}#{next(_compiled)}>"
     try:
-        guarded = ast.fix_missing_locations(_Guard().visit(tree))
+        guarded = ast.fix_missing_locations(_Budget().visit(_Guard().visit(tree)))
     except RecursionError:
         raise SandboxError("the code is nested too deeply") from None
     code = _compile(guarded, filename)
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)  # for error lines
-    namespace = {"__builtins__": dict(_BUILTINS), **_HELPERS}
+    namespace = {"__builtins__": dict(_BUILTINS), **_HELPERS, **_CHECKS}
     exec(code, namespace)  # only defines functions: the checker allows nothing else at the top level
     return namespace[entry]
 
@@ -464,7 +521,7 @@ class RunResult:
     returned: object  # what the function returned, as JSON-like plain data (tuples become lists;
     # None if it did not return)
     error: str | None  # "line 3: ZeroDivisionError: division by zero\n    x = 1 / 0"; also set for
-    # the sandbox's own stops (time or lines, memory, recursion, api calls, a killed worker), which
+    # the sandbox's own stops (time or iterations, memory, recursion, api calls, a killed worker), which
     # are the code's fault
     lineno: int | None  # line in the model's code where it failed or was stopped
     stopped: str | None  # None or a reason: "step_budget", "episode_ended", "time_budget", "crashed", ...

@@ -1,19 +1,21 @@
 """The worker process that runs code actions: budgets, the model's `api` stub, and the serve loop.
 
-sandbox_host.Worker starts this file as a fresh interpreter (`python sandbox_worker.py FD`, one per
-env, reused for every call) and talks to it over a socket. The worker never sees the env: the
+sandbox_host.Worker starts this file as a fresh interpreter (`python sandbox_worker.py FD PARENT_PID`,
+one per env, reused for every call) and talks to it over a socket. The worker never sees the env: the
 model's `api` is a stub whose every method call is one round trip to the trainer, arguments going
 out as small JSON and results coming back as plain data. Inside, the model's code runs under the
-budgets below (a line/time budget, a depth limit, a memory ceiling, print() to a bounded log) in a
-thread with a large C stack; its result and its exception text become small plain values in this
-process, and whatever it built is freed here too. What these budgets cannot stop (one C call that
-runs for minutes, a crash of the interpreter) the trainer stops by killing this process, and the
-address-space limit set at start-up turns a runaway allocation into a MemoryError.
+budgets below (an iteration and time budget, a depth limit, a memory ceiling, print() to a bounded
+log), checked where sandbox.compile_action compiled checks into it, in a thread with a large C stack;
+its result and its exception text become small plain values in this process, and whatever it built
+is freed here too. What these budgets cannot stop (one C call that runs for minutes, a crash of the
+interpreter) the trainer stops by killing this process, and the address-space limit set at start-up
+turns a runaway allocation into a MemoryError.
 
 Messages: trainer -> worker are pickles (trusted); worker -> trainer are JSON (the trainer must not
 unpickle what code it does not trust may have written):
-    ("run", source, entry, method_names, time_limit)  ->  ["call", name, args, kwargs] ...  ["done", ...]
-    ("return", value) | ("stop", reason, message) | ("raise", exception_name, message)  (call replies)
+    ("run", source, entry, method_names, time_limit, cpu_limit)  ->  ["call", name, args, kwargs] ...  ["done", ...]
+    ("return", value, env_s) | ("stop", reason, message, env_s) | ("raise", exception_name, message, env_s)
+    (call replies; env_s: the seconds of env steps the call took, off the code's clock)
 """
 
 import ctypes
@@ -23,7 +25,6 @@ import linecache
 import math
 import os
 import pickle
-import queue
 import resource
 import signal
 import sys
@@ -34,7 +35,7 @@ from multiprocessing.connection import Connection
 from time import perf_counter
 
 import sandbox
-from sandbox import FILENAME_PREFIX, MAX_CALL_CHARS, MAX_DEPTH, MAX_LINES, MAX_LOG_CHARS, MEMORY_LIMIT_MB, STACK_MB
+from sandbox import FILENAME_PREFIX, MAX_CALL_CHARS, MAX_DEPTH, MAX_ITERATIONS, MAX_LOG_CHARS, MEMORY_LIMIT_MB, STACK_MB
 
 ADDRESS_SPACE_MB = 256  # address space the worker may map beyond its start-up size (code stack included)
 MAX_RESULT_ITEMS = 10_000  # items in a returned value (only `is True` matters to the env)
@@ -55,53 +56,51 @@ def _memory_mb(field: int) -> float:
 
 
 class _Run:
-    """The budgets and captured output of one call of a code action, and its link to the trainer."""
+    """The budgets and captured output of one call of a code action, and its link to the trainer.
+    `tick`, `enter` and `leave` are the checks sandbox.compile_action put into the model's code."""
 
     def __init__(self, conn: Connection, time_limit: float, memory_ceiling_mb: float):
         self.conn, self.time_limit, self.deadline = conn, time_limit, perf_counter() + time_limit
         self.memory_ceiling, self.next_memory_check = memory_ceiling_mb, 0.0
-        self.depth, self.lines, self.output, self.output_chars = 0, 0, [], 0
+        self.depth, self.iterations_left, self.output, self.output_chars = 0, MAX_ITERATIONS, [], 0
 
-    def trace_call(self, frame, event, arg):
-        """Global tracer: only frames compiled from model source get line events (and a depth count)."""
-        if not frame.f_code.co_filename.startswith(FILENAME_PREFIX):
-            return None
+    def tick(self) -> bool:
+        """At every loop iteration and call of the model's code: the iteration, time and memory budgets."""
+        self.iterations_left -= 1
+        if self.iterations_left < 0:
+            raise sandbox.TimeBudgetExceeded(f"the code made more than {MAX_ITERATIONS} loop iterations and "
+                                             "calls of its own functions (an endless loop?)")
+        now = perf_counter()
+        if now > self.deadline:
+            raise sandbox.TimeBudgetExceeded(f"the code ran for over {self.time_limit} s outside env steps "
+                                             "(an endless loop?)")
+        if now > self.next_memory_check:  # reading /proc costs ~15 us: once per ms is ~1% overhead
+            self.next_memory_check = now + 1e-3
+            if _memory_mb(1) > self.memory_ceiling:
+                raise sandbox.MemoryBudgetExceeded(f"the code used more than {MEMORY_LIMIT_MB} MB of memory")
+        return True
+
+    def enter(self) -> None:
+        """At the entry of each of the model's functions, before its body's `try`: a stop here leaves
+        the depth as it was, and every entry that passes is matched by one `leave`."""
+        if self.depth >= MAX_DEPTH:
+            raise sandbox.RecursionBudgetExceeded(f"more than {MAX_DEPTH} nested calls")
+        self.tick()
         self.depth += 1
-        return self.trace_line
 
-    def trace_line(self, frame, event, arg):
-        if event == "line":
-            self.lines += 1
-            if self.lines > MAX_LINES:
-                raise sandbox.TimeBudgetExceeded(f"the code ran more than {MAX_LINES} lines (an endless loop?)")
-            if self.depth > MAX_DEPTH:  # checked here, not at "call", to report the recursive call's line
-                raise sandbox.RecursionBudgetExceeded(f"more than {MAX_DEPTH} nested calls")
-            now = perf_counter()
-            if now > self.deadline:
-                raise sandbox.TimeBudgetExceeded(f"the code ran for over {self.time_limit} s outside env steps "
-                                                 "(an endless loop?)")
-            if now > self.next_memory_check:  # reading /proc costs ~15 us: once per ms is ~1% overhead
-                self.next_memory_check = now + 1e-3
-                if _memory_mb(1) > self.memory_ceiling:
-                    raise sandbox.MemoryBudgetExceeded(f"the code used more than {MEMORY_LIMIT_MB} MB of memory")
-        elif event == "return":
-            self.depth -= 1
-        return self.trace_line
+    def leave(self) -> None:
+        self.depth -= 1
 
     def call_api(self, name: str, args: tuple, kwargs: dict) -> object:
-        """One api call, one round trip to the trainer, with the tracer off. The clock runs on, but for
-        the env steps the call took (the reply's last field): the trainer's kill clock does the same."""
-        sys.settrace(None)
+        """One api call, one round trip to the trainer. The clock runs on, but for the env steps the call
+        took (the reply's last field): the trainer's kill clock does the same."""
+        request = _encode_call(name, args, kwargs)
         try:
-            request = _encode_call(name, args, kwargs)
-            try:
-                self.conn.send_bytes(request)
-                reply = pickle.loads(self.conn.recv_bytes())
-            except BaseException:  # noqa: BLE001 - a half-done round trip: the protocol is out of step
-                os._exit(3)  # the trainer sees a dead worker, fails this call and starts a fresh one
-            self.deadline += reply[-1]
-        finally:
-            sys.settrace(self.trace_call)
+            self.conn.send_bytes(request)
+            reply = pickle.loads(self.conn.recv_bytes())
+        except BaseException:  # noqa: BLE001 - a half-done round trip: the protocol is out of step
+            os._exit(3)  # the trainer sees a dead worker, fails this call and starts a fresh one
+        self.deadline += reply[-1]
         if reply[0] == "return":
             return reply[1]
         if reply[0] == "stop":
@@ -226,14 +225,12 @@ def run(fn: Callable, state: _Run, names: tuple[str, ...]) -> list:
     Runs in the calling thread, which must be the code thread (see `serve`): the result is made and
     everything the code built is freed there, on its large stack, before this returns."""
     sandbox._local.run = state
-    sys.settrace(state.trace_call)
+    fn.__globals__.update(_tick=state.tick, _enter=state.enter, _leave=state.leave)  # this run's checks
     value, raised = None, None
     try:
         value = fn(_ApiProxy(names, state))
     except BaseException as e:  # noqa: BLE001 - reported, never re-raised
         raised = e
-    finally:
-        sys.settrace(None)
     try:
         done = [*_outcome(value, raised), "".join(state.output).splitlines()]
     except BaseException:  # noqa: BLE001 - e.g. MemoryError while making the report
@@ -245,33 +242,18 @@ def run(fn: Callable, state: _Run, names: tuple[str, ...]) -> list:
     return done
 
 
-def _code_thread(jobs: queue.SimpleQueue, results: queue.SimpleQueue) -> threading.Thread:
-    """The one thread that runs model code, for the worker's whole life. Its large C stack (see
-    sandbox.STACK_MB) holds what recurses in C: hashing nested tuples, freeing long chains of
-    objects. Made once, before the address-space limit, so that limit is left for the code's data."""
-    previous = threading.stack_size(STACK_MB * 2**20)
-    try:
-        thread = threading.Thread(target=lambda: [results.put(run(*job)) for job in iter(jobs.get, None)],
-                                  name="sandbox", daemon=True)
-        thread.start()
-    finally:
-        threading.stack_size(previous)
-    return thread
-
-
 def serve(conn: Connection) -> None:
-    """Answer "run" requests until the trainer closes the socket; model code runs in the code thread
-    while this thread waits, watching for the trainer's death."""
+    """Answer "run" requests until the trainer closes the socket. Runs in the code thread (see `main`):
+    a run's request, its code, its api calls and its result all happen on one thread, so a run costs
+    the worker one wake-up per message it receives and none to hand work between threads."""
     functions: dict[tuple[str, str], Callable | sandbox.SandboxError] = {}
-    jobs, results = queue.SimpleQueue(), queue.SimpleQueue()
-    _code_thread(jobs, results)
     gc.freeze()  # start-up objects are never garbage: each run's gc.collect() skips them
     limit = int((_memory_mb(0) + ADDRESS_SPACE_MB) * 2**20)
     try:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     except (ValueError, OSError):  # not on every OS; the memory ceiling in _Run still holds
         pass
-    baseline, parent = _memory_mb(1), os.getppid()
+    baseline = _memory_mb(1)
     conn.send_bytes(b'["ready"]')  # the trainer starts a run's clock only now, not during our start-up
     while True:
         try:
@@ -290,14 +272,7 @@ def serve(conn: Connection) -> None:
             done = [None, str(fn), fn.lineno, None, []]
         else:
             _limit_cpu(cpu_limit)
-            jobs.put((fn, _Run(conn, time_limit, baseline + MEMORY_LIMIT_MB), names))
-            while True:
-                try:
-                    done = results.get(timeout=1.0)
-                    break
-                except queue.Empty:
-                    if os.getppid() != parent:  # the trainer is gone: nobody will read the result
-                        os._exit(0)
+            done = run(fn, _Run(conn, time_limit, baseline + MEMORY_LIMIT_MB), names)
         exiting = _memory_mb(1) > baseline + MEMORY_LIMIT_MB / 2  # memory kept across calls: start afresh
         conn.send_bytes(json.dumps(["done", *done, exiting]).encode())
         if exiting:
@@ -333,10 +308,19 @@ _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
 
 def main(fd: int, parent: int) -> None:
+    """Serve on the code thread: its large C stack (see sandbox.STACK_MB) holds what recurses in C
+    (hashing nested tuples, freeing long chains of objects). Made before the address-space limit, so
+    that limit is left for the code's data."""
     _die_with(parent)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # SIGXCPU dumps core by default: not here
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the trainer's to handle (it kills us)
-    serve(Connection(fd))
+    previous = threading.stack_size(STACK_MB * 2**20)
+    try:
+        thread = threading.Thread(target=serve, args=(Connection(fd),), name="sandbox")
+        thread.start()
+    finally:
+        threading.stack_size(previous)
+    thread.join()
 
 
 if __name__ == "__main__":

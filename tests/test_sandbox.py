@@ -284,11 +284,61 @@ def test_time_budget_still_applies_after_api_calls(worker):
     assert 0.45 < time.perf_counter() - start < 1.5
 
 
-def test_line_budget_stops_fast_endless_loops(worker):
-    start = time.perf_counter()
-    result = _run(worker, "def act(api):\n    while True:\n        pass\n", time_limit=10.0)
-    assert result.stopped == "time_budget" and f"{sandbox.MAX_LINES} lines" in result.error
-    assert time.perf_counter() - start < 2.0
+def test_iteration_budget_stops_fast_endless_loops(worker):
+    for loop in ("while True:\n        pass", "return len([i for i in range(10 ** 5) if i < 0])",
+                 "def f(n):\n        return n\n    while True:\n        f(1)"):
+        start = time.perf_counter()
+        result = _run(worker, f"def act(api):\n    {loop}\n", time_limit=10.0)
+        assert result.stopped == "time_budget" and f"more than {sandbox.MAX_ITERATIONS} loop" in result.error
+        assert time.perf_counter() - start < 2.0 and result.lineno in (2, 3, 4), result
+
+
+def test_the_budget_checks_cannot_be_named_by_the_code():
+    """The checks compiled into the code are globals the code could call, rebind or shadow, were it
+    allowed to write their names."""
+    for name in sandbox._CHECKS:
+        for body in (f"{name}()", f"{name} = print", f"return {name}", f"{name}: int = 0",
+                     f"for {name} in range(3):\n        pass", f"return [1 for {name} in range(3)]"):
+            with pytest.raises(SandboxError, match="names starting with '_'"):
+                sandbox.check(f"def act(api):\n    {body}\n", "act")
+        with pytest.raises(SandboxError):
+            sandbox.check(f"def act(api, {name}=1):\n    return True\n", "act")
+
+
+def test_errors_inside_loops_and_lambdas_report_the_models_lines(worker):
+    result = _run(worker, """
+        def act(api):
+            total = 0
+            for i in range(3):
+                total += [1, 2][i]
+            return total
+    """)
+    assert result.lineno == 4 and result.error.startswith("line 4: IndexError")
+    result = _run(worker, """
+        def act(api):
+            f = lambda x: 1 / x
+            return sorted([1, 0], key=f)
+    """)
+    assert result.lineno == 2 and result.error.splitlines()[1].strip() == "f = lambda x: 1 / x"
+
+
+def test_calls_that_raise_give_their_depth_back(worker):
+    """500 failing calls, each caught: the depth each took must be given back, or the 201st would stop."""
+    result = _run(worker, """
+        def fail(x):
+            return 1 / x
+
+        def act(api):
+            g = lambda x: 1 / x
+            for _ in range(500):
+                for f in [fail, g]:
+                    try:
+                        f(0)
+                    except ZeroDivisionError:
+                        pass
+            return True
+    """)
+    assert (result.returned, result.error) == (True, None)
 
 
 def test_outer_tracer_is_kept_and_used_inside_api_calls(worker):
