@@ -4,7 +4,8 @@ The fast loop of the paper: each candidate is (1) cut out of the model's reply, 
 sandbox, (3) dry-run once in the task's real env (Crafter or MineDojo) for a bounded number of
 steps. Any failure goes back to the model with the error and the failing line of *its* code, up to
 `max_attempts` (Voyager uses 4); then `write()` returns None and the sub-action is left to RL. Bad
-model code never raises here.
+model code never raises here. A rewrite after the critic's note shows the model the code it changes and
+what that code did in training: a stateless model can only refine code it is shown.
 
 With `llm=None` the agent is the hand-written library backend: `skills.skill_for(name)` (for a
 MineDojo task `minedojo_skills.skill_for(name)`), put through the same sandbox check and dry-run as
@@ -73,9 +74,9 @@ This changes the code now in use for `{name}` (`{version}`); reply with the whol
 {source}
 ```{stats}"""
 
-STATS_NOTE = ("\nWhat it did in the last iteration's training: chosen {chosen} times by the RL agent; {ok} of "
-              "those calls succeeded (returned True, or the task was solved during the call); {steps} environment "
-              "steps per call on average; most common errors: {errors}.")
+STATS_NOTE = ("\nWhat it did in the last iteration's training: chosen {chosen} times by the RL agent; a share "
+              "{ok} of those calls succeeded (returned True, or the task was solved during the call); {steps} "
+              "environment steps per call on average; most common errors, with their number of calls: {errors}.")
 
 FEEDBACK_NOTE = "\nThe critic's note on the code now in use: {feedback}"
 
@@ -129,7 +130,8 @@ def code_rules(name: str) -> str:
         "- While it runs: %-formatting of strings, integers beyond +-2**60 and strings or lists longer than "
         f"{sandbox.MAX_LEN:,} items are refused; one call may run for at most "
         f"{sandbox.TIME_LIMIT_S:g} s of wall time outside its environment steps (its own code and every api call "
-        f"that takes no step count) and at most {sandbox.MAX_LINES:,} lines of its own code.",
+        f"that takes no step count) and at most {sandbox.MAX_ITERATIONS:,} loop iterations and calls of its own "
+        "functions.",
     ]
     return "\n".join(rules)
 
@@ -270,8 +272,8 @@ def _current_text(name: str, current: CodeAction | None, stats: dict | None) -> 
     shown = ""
     if stats:
         errors = "; ".join(f"{msg!r} x{n}" for msg, n in stats.get("errors", [])) or "none"
-        shown = STATS_NOTE.format(chosen=stats["chosen"], ok=round(stats["success_rate"] * stats["chosen"]),
-                                  steps=stats["mean_steps"], errors=errors)
+        shown = STATS_NOTE.format(chosen=stats["chosen"], ok=stats["success_rate"], steps=stats["mean_steps"],
+                                  errors=errors)
     return CURRENT_NOTE.format(name=name, version=current.name, source=current.source.strip("\n"), stats=shown)
 
 

@@ -333,7 +333,7 @@ def test_a_rewrite_shows_the_code_it_changes_with_its_statistics():
                                      current=current, stats=STATS["code_actions"]["chop_tree"])
     text = text_of(srv.requests[0])
     assert current.source.strip() in text and "code now in use for `chop_tree` (`chop_tree_v2`)" in text
-    assert "chosen 4321 times" in text and "1780 of those calls succeeded" in text and "23.75" in text
+    assert "chosen 4321 times" in text and "a share 0.412 of those calls succeeded" in text and "23.75" in text
     assert "'line 3: ZeroDivisionError: division by zero' x17" in text
     assert "keep the structure; face the tree first" in text
     with FakeLLMServer([FIXED]) as srv:
