@@ -198,17 +198,19 @@ class CrafterEnv(gym.Env):
     def _death_cause(self, health_before: int) -> str:
         """What took the player's last health on this step, by Crafter's rules (crafter/objects.py): lava
         kills at once; a zombie next to the player hits for 2 (7 asleep) and then waits 5 steps; an empty
-        food, drink or energy meter drains 1 health now and then; what is left is a skeleton's arrow (2)."""
+        food, drink or energy meter drains 1 health now and then; a skeleton shoots arrows (2) from at most 5
+        cells, so one within 8 is taken for the shooter. Else a zombie hit and was despawned in the same step."""
         player, world = self._crafter._player, self._crafter._world
         if world[player.pos][0] == "lava":
             return "lava"
-        if any(type(o).__name__ == "Zombie" and o.cooldown == 5 and o.distance(player) <= 1 for o in world.objects):
+        near = [(type(o).__name__, o) for o in world.objects if o is not player and o.distance(player) <= 8]
+        if any(kind == "Zombie" and o.cooldown == 5 and o.distance(player) <= 1 for kind, o in near):
             return "zombie"
         empty = [name for m, name in (("food", "hunger"), ("drink", "thirst"), ("energy", "fatigue"))
                  if player.inventory[m] == 0]
         if empty and health_before <= 1:
             return " and ".join(empty)
-        return "arrow"
+        return "arrow" if any(kind == "Skeleton" for kind, _ in near) else "zombie"
 
     @staticmethod
     def _write_stats(row: dict, path: Path) -> None:

@@ -357,10 +357,11 @@ def hand_written(library: Library) -> list[str]:
 
 
 def in_use_text(library: Library) -> str:
-    """The code actions in use for the log, each hand-written one labelled so."""
-    labelled = set(hand_written(library))
-    return ", ".join(n + (" (hand-written, not LLM output)" if n in labelled else "")
-                     for n in library.active.values()) or "none"
+    """The code actions in use for the log, each hand-written one labelled so (all at once when all are)."""
+    names, labelled = list(library.active.values()), set(hand_written(library))
+    if names and labelled == set(names):
+        return ", ".join(names) + " (all hand-written, not LLM output)"
+    return ", ".join(n + (" (hand-written, not LLM output)" if n in labelled else "") for n in names) or "none"
 
 
 def record_feedback(run: dict, iteration: int, feedback) -> None:

@@ -346,6 +346,15 @@ def test_a_crafter_episode_row_says_how_the_episode_ended():
     _, _, terminated, _, _ = env.step(ACTIONS.index("move_right"))
     assert terminated and env.unwrapped.stats_row()["end"] == "died: lava"
     env.close()
+    env = make_env("crafter", 0, max_steps=40)
+    env.reset(seed=1)
+    player = env.unwrapped._crafter._player
+    player.inventory["drink"], player.health = 0, 1  # the drink meter empty: health drains within 16 steps
+    for _ in range(20):
+        if env.step(0)[2]:
+            break
+    assert env.unwrapped.stats_row()["end"] == "died: thirst"
+    env.close()
 
 
 # ----------------------------------------------------------------------------------------------

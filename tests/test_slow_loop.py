@@ -69,7 +69,7 @@ def test_over_http_with_hand_written_the_critics_variant_goes_the_same_way_and_a
     out = capsys.readouterr().out
     assert "[iter 2] the critic's change: rolled back: TEST-SAYS-WORSE" in out
     assert "skills.py's hand-written variant 'search', not LLM output" in out  # the user asked: --hand-written
-    assert "code actions in use: chop_tree_v2 (hand-written, not LLM output)" in out
+    assert "code actions in use: chop_tree_v2 (all hand-written, not LLM output)" in out
     history = torch.load(d / "checkpoint.pt", weights_only=False)["extra"]["history"]
     assert [h["code_actions"] for h in history] == [["chop_tree"], ["chop_tree_v2"], ["chop_tree"]]
     assert history[1]["change"] == "rolled back: TEST-SAYS-WORSE" and history[1]["hand_written"] == ["chop_tree_v2"]
