@@ -129,11 +129,14 @@ class CodeStats:
         self.decisions, self.rows, self.episodes = self.totals()
 
     def summary(self) -> dict:
+        """Per code action chosen: the rates the critic reads, and whether it is hand-written (skills.LABEL),
+        so stats.json and the result files made from it say so."""
+        hand = {a.name for a in self.library.actions if a.doc.startswith(skills.LABEL)}
         return {name: {"chosen": r["chosen"], "share": round(r["chosen"] / max(1, self.decisions), 4),
                        "success_rate": round(r["ok"] / r["chosen"], 3),
                        "mean_steps": round(r["steps"] / r["chosen"], 2),
                        "mean_reward": round(r["reward"] / r["chosen"], 3),
-                       "errors": [list(e) for e in r["errors"].most_common(3)]}
+                       "errors": [list(e) for e in r["errors"].most_common(3)], "hand_written": name in hand}
                 for name, r in self.rows.items()}
 
 

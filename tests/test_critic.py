@@ -17,7 +17,7 @@ import report
 import sandbox
 import skills
 import slow_agent
-from code_actions import reuse_skill
+from code_actions import CodeStats, reuse_skill
 from core import CodeAction, Plan
 from critic import (
     ERROR_SHARE,
@@ -406,3 +406,15 @@ def test_show_prompt_prints_what_the_planner_the_fast_agent_and_the_critic_send(
     assert "You are the slow agent" in planner and "chop_tree" in fast and "You are the critic" in critic
     assert "training episode length (env steps)" in critic and "rollout of 128 decisions in each of 8 envs" in critic
     assert '"variants"' not in critic  # an LLM run is offered none, in the prompt or the reply schema
+
+
+def test_code_stats_say_which_code_is_hand_written_and_collect_the_finished_episodes():
+    from types import SimpleNamespace
+
+    stats = CodeStats(SimpleNamespace(actions=[skills.SKILLS["chop_tree"], CodeAction("own", "", "model code")]))
+    both, done = np.ones(2, bool), np.array([True, False])
+    stats(np.array([17, 18]), {"code_action": np.array([0, 1]), "_code_action": both,
+                               "final_info": {"episode": {"l": np.array([12, 0]), "success": np.array([True, False])},
+                                              "_episode": done}})
+    assert stats.summary()["chop_tree"]["hand_written"] and not stats.summary()["own"]["hand_written"]
+    assert stats.episodes == [(12, True)]
