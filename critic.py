@@ -205,7 +205,9 @@ STALL_SHARE = 0.5
 # An achievement unlocked in fewer than this share of an iteration's episodes is named as rare (crafter)
 RARE = 0.1
 # A cause that ends at least this share of the failed episodes is acted on, when it is a meter running
-# empty: the survival achievement that refills it -> the meter (an inventory item the plan may shape).
+# empty: such a death is avoidable (drink, eat, sleep), so a quarter of the episodes lost to it is worth
+# one change, while the rarer causes are left to RL. Survival achievement that refills each meter -> the
+# meter (an inventory item the plan may shape).
 DEATH_SHARE = 0.25
 METERS = {"thirst": ("collect_drink", "drink"), "hunger": ("eat_cow", "food"), "fatigue": ("wake_up", "energy")}
 METER_SHAPING = 0.1  # reward per unit of the meter regained, as the plan's shaping of an item gained
