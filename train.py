@@ -1,13 +1,13 @@
 """RL-GPT in one loop: the slow agent plans, the fast agent codes, PPO learns the rest, a critic reviews.
 
     python train.py --task collect_wood                    # hand-written reference skills, no LLM needed
-    python train.py --task collect_wood --llm http         # any OpenAI-compatible endpoint, see README
+    python train.py --task collect_wood --llm http         # any OpenAI-compatible endpoint: docs/llm.md
     python train.py --task collect_wood --mode rl          # the plain-PPO baseline
     python train.py --task collect_wood --mode rl+config   # plain PPO with the plan's action mask and shaping
     python train.py --task collect_wood --mode code        # one program for the whole task, no RL
     python train.py --resume runs/<run_dir>                # continue an interrupted run
     python train.py --help                                 # every setting, PPO's included
-    torchrun --standalone --nproc_per_node 2 train.py ...  # one run over 2 processes (see README)
+    torchrun --standalone --nproc_per_node 2 train.py ...  # one run over 2 processes: docs/distributed.md
 
 One iteration (the paper's two loops):
   1. slow agent: task + primitive API doc (+ critic feedback) -> sub-actions, each "code" or "rl"
@@ -18,13 +18,11 @@ One iteration (the paper's two loops):
      its feedback goes to the next plan (the slow loop)
 Budgets, curves and tables count primitive env steps: a code action that ran 12 steps counts 12.
 
-One set of training envs lives for the whole run (new code actions join it in place; no iteration end
-or checkpoint resets it), so the trainer cuts no episode: cut ones, mostly the long failing ones, would
-vanish from every statistic. Checkpoints sit at rollout boundaries and do not change what is learned.
+One set of training envs lives for the whole run (no iteration end or checkpoint resets it), so no episode
+is cut and lost to the statistics; checkpoints sit at rollout boundaries and do not change what is learned.
 
-Under torchrun (RANK/WORLD_SIZE set) every rank steps --num-envs / WORLD_SIZE envs and trains the same
-agent (ppo.py averages gradients, sums steps: distributed.py); rank 0 alone talks to the LLM and broadcasts
-the plan and code actions, gathers the statistics the critic reads, evaluates, logs and checkpoints.
+Under torchrun every rank steps --num-envs / WORLD_SIZE envs and trains the same agent (distributed.py);
+rank 0 alone talks to the LLM, broadcasts the plan and code actions, evaluates, logs and checkpoints.
 """
 
 from __future__ import annotations
@@ -119,12 +117,7 @@ class Args:
 def parse_args(argv: list[str] | None = None) -> tuple[Args, P.PPOConfig, argparse.ArgumentParser]:
     """--help is generated from the two dataclasses' field docstrings (cli.py)."""
     parser = cli.make_parser(__doc__, Args, P.PPOConfig)
-    args, cfg = cli.parse(parser, argv, Args, P.PPOConfig)
-    return args, cfg, parser
-
-
-# ----------------------------------------------------------------------------------------------
-# The run.
+    return (*cli.parse(parser, argv, Args, P.PPOConfig), parser)
 
 
 def agents_phase(args, run, slow, fast, library, state, doc) -> None:
@@ -195,8 +188,7 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
 
 
 def last_code_stats(run: dict, k: int) -> dict:
-    """Each code action's row of the last iteration's stats.json (what the critic read), {} before any: a
-    rewrite shows the fast agent what the code it changes did."""
+    """Each code action's row of the last stats.json, {} before any: a rewrite sees what its code did."""
     path = run["dir"] / f"iter_{k}" / "stats.json"
     return json.loads(path.read_text()).get("code_actions", {}) if path.is_file() else {}
 
@@ -257,7 +249,6 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
     if run["rank"]:  # evaluation, the critic and the run directory are rank 0's
         return
     RD.record_skills(run, library, stats, args.task, k + 1)
-
     mask = configure() if cu is not None else mask  # the mask of the last sub-task trained
     ev = evaluate(ppo.agent, args, library, mask, k, ppo.cfg.gamma, fixed_action=program)
     critic_stats = EV.critic_stats(args, ppo.cfg.num_steps, k + 1, (start, ppo.global_step), tally, ev,
