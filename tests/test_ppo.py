@@ -98,7 +98,7 @@ def test_rollout_feeds_gae_semi_mdp_discounts_and_truncation_bootstrap(monkeypat
         if seen:  # keep the first (full) rollout only
             return compute_gae(rewards, values, next_values, terminated, dones, k_steps, gamma, lam)
         seen.update(rewards=rewards.clone(), next_values=next_values.clone(), terminated=terminated.clone(),
-                    dones=dones.clone(), discounts=gamma ** k_steps, values=values.clone())
+                    dones=dones.clone(), k_steps=k_steps.clone(), gamma=gamma, values=values.clone())
         seen["final_v"] = agent.get_value(torch.tensor([[1.0, 1.0, 0.5]]))  # truncated episode's last obs
         return compute_gae(rewards, values, next_values, terminated, dones, k_steps, gamma, lam)
 
@@ -110,7 +110,8 @@ def test_rollout_feeds_gae_semi_mdp_discounts_and_truncation_bootstrap(monkeypat
     assert ppo.global_step == k_all.sum()  # the budget counts primitive steps
     assert 36 <= ppo.global_step < 36 + 2 * 3  # stops within one vector step of the budget
     k = k_all[:6]
-    torch.testing.assert_close(seen["discounts"], torch.tensor(0.9 ** k, dtype=torch.float32))
+    torch.testing.assert_close(seen["k_steps"], torch.tensor(k, dtype=torch.float32))  # ToyEnv's macro: 3 steps
+    assert seen["gamma"] == 0.9
     # episode 0 (steps 0-2) terminates, episode 1 (steps 3-5) is truncated
     torch.testing.assert_close(seen["terminated"][:, 0], torch.tensor([0, 0, 1, 0, 0, 0.0]))
     torch.testing.assert_close(seen["dones"][:, 0], torch.tensor([0, 0, 1, 0, 0, 1.0]))
@@ -155,13 +156,19 @@ class ScriptedEnv(gym.Env):
 
 def test_semi_mdp_returns_and_advantages_match_a_hand_computation(monkeypatch):
     """Primitive steps and a 3-step code action mixed: PPO must see R = sum_i gamma^i r_i for the macro
-    step, bootstrap with gamma^k and carry the GAE trace with (gamma lambda)^k."""
-    g, lam, T = 0.9, 0.8, 12
+    step and bootstrap with gamma^k. With lambda 1 and a critic that says V = c everywhere, the return PPO
+    computes for a decision is then the return discounted once per primitive step, whatever the mix of
+    decisions it falls into: a closed form of the env's rewards. (The (gamma lambda)^k trace for lambda < 1
+    is checked on hand-computed numbers in test_gae_hand_computed.)"""
+    g, c, T = 0.9, 0.25, 12
     wait3 = E.CodeAction("wait3", "def wait3(api):\n    api.wait(3)\n    return True\n")
     envs = gym.vector.SyncVectorEnv([lambda: E.CodeActions(ScriptedEnv(), [wait3], gamma=g) for _ in range(2)],
                                     autoreset_mode=SAME_STEP)
     seed_everything(6)
     agent = Agent(envs.single_observation_space, 2)
+    with torch.no_grad():
+        agent.critic[-1].weight.zero_()
+        agent.critic[-1].bias.fill_(c)
     seen = []
 
     def spy(*args):
@@ -171,15 +178,22 @@ def test_semi_mdp_returns_and_advantages_match_a_hand_computation(monkeypatch):
 
     monkeypatch.setattr(ppo_mod, "compute_gae", spy)
     taken = []
-    ppo = PPO(agent, PPOConfig(num_steps=T, gamma=g, gae_lambda=lam, update_epochs=1))
+    ppo = PPO(agent, PPOConfig(num_steps=T, gamma=g, gae_lambda=1.0, update_epochs=1))
     ppo.train(envs, 3 * 2 * T, on_step=lambda a, infos: taken.append(a.copy()))  # the first rollout is full
     rewards, values, next_values, terminated, dones, k_steps, gamma, gl, adv, ret = seen[0]
     taken = np.stack(taken)[:T]
     assert (taken == 0).any() and (taken == 1).any(), "the test needs primitive and macro steps mixed"
+    assert (gamma, gl) == (g, 1.0) and (values == c).all()
+
+    def ahead(j: int, end: int) -> float:
+        """Rewards 1 + i of primitive steps i = j .. end - 1, discounted by gamma per primitive step."""
+        return sum(g ** (i - j) * (1.0 + i) for i in range(j, end))
+
     for n in range(2):
-        j, expect_r, expect_k, expect_done = 0, [], [], []
+        j, starts, expect_r, expect_k, expect_done = 0, [], [], [], []
         for a in taken[:, n]:  # replay the episode by hand: rewards 1 + j, episodes of EP_LEN steps
             k = min(3 if a == 1 else 1, ScriptedEnv.EP_LEN - j)
+            starts.append(j)
             expect_r.append(sum(g ** i * (1.0 + j + i) for i in range(k)))
             expect_k.append(k)
             j += k
@@ -188,17 +202,12 @@ def test_semi_mdp_returns_and_advantages_match_a_hand_computation(monkeypatch):
         torch.testing.assert_close(rewards[:, n], torch.tensor(expect_r))
         torch.testing.assert_close(k_steps[:, n], torch.tensor(expect_k, dtype=torch.float32))
         torch.testing.assert_close(dones[:, n], torch.tensor(expect_done, dtype=torch.float32))
-        a_next, expect_adv = 0.0, [0.0] * T
-        for t in reversed(range(T)):
-            k, done = expect_k[t], expect_done[t]
-            bootstrap = 0.0 if done else g ** k * float(next_values[t, n])
-            delta = expect_r[t] + bootstrap - float(values[t, n])
-            a_next = delta + (0.0 if done else (g * lam) ** k * a_next)
-            expect_adv[t] = a_next
-        torch.testing.assert_close(adv[:, n], torch.tensor(expect_adv))
-        torch.testing.assert_close(ret[:, n], torch.tensor(expect_adv) + values[:, n])
-    going = dones[:-1] == 0  # mid-episode the bootstrap is V(s_t+1), the next decision's value
-    torch.testing.assert_close(next_values[:-1][going], values[1:][going])
+        last_done = max(t for t in range(T) if expect_done[t]) if any(expect_done) else -1
+        for t in range(T):  # to the episode's end, or to the rollout's end and V = c there
+            i = starts[t]
+            want = ahead(i, ScriptedEnv.EP_LEN) if t <= last_done else ahead(i, j) + g ** (j - i) * c
+            torch.testing.assert_close(ret[t, n], torch.tensor(want), msg=f"decision {t} of env {n}")
+        torch.testing.assert_close(adv[:, n], ret[:, n] - c)
 
 
 def test_first_minibatch_has_ratio_one_and_zero_kl():
