@@ -13,16 +13,21 @@ its arguments small JSON checked again here, the real api called in this process
 back as plain data. The env never leaves the trainer, nor does the trainer's environment (its keys):
 the worker gets only MALLOC_ARENA_MAX.
 
-The code's clock is wall time less the env steps its api calls took (`api._env_time`, which
-core.PrimitiveAPI keeps): env steps are bounded by the step budget, everything else (the code, the
-round trips, api calls that take no step, failing ones) by `time_limit`, so no count of api calls has
-to fit the machine's load. The wait is bounded from outside: once that clock passes `time_limit +
-KILL_AFTER_S`, the worker is killed. A killed or crashed worker fails that one code action with a
-reason in RunResult.error; the next run starts a fresh worker. Should the trainer itself die (SIGKILL,
-the OOM killer), the operating system ends the worker: a parent-death signal, and a CPU-time limit per
-run (see sandbox_worker.main), since a worker inside one long C call runs none of its own Python.
+An api call that took no env step (`api._steps` unchanged, as core.PrimitiveAPI counts them) changed
+nothing: the worker answers the same call again itself until the next step (a skill asks view() and
+inventory() many times between two moves), so a run makes fewer round trips. An api without `_steps`
+gets none of this. The code's clock is wall time less the env steps its api calls took
+(`api._env_time`, which core.PrimitiveAPI keeps): env steps are bounded by the step budget, everything
+else (the code, the round trips, api calls that take no step, failing ones) by `time_limit`, so no
+count of api calls has to fit the machine's load. The wait is bounded from outside: once that clock
+passes `time_limit + KILL_AFTER_S`, the worker is killed. A killed or crashed worker fails that one
+code action with a reason in RunResult.error; the next run starts a fresh worker. Should the trainer
+itself die (SIGKILL, the OOM killer), the operating system ends the worker: a parent-death signal, and
+a CPU-time limit per run (see sandbox_worker.main), since a worker inside one long C call runs none of
+its own Python.
 """
 
+import functools
 import json
 import os
 import pickle
@@ -96,11 +101,12 @@ class Worker:
             except (ValueError, RecursionError):  # not the JSON this protocol sends
                 return self._failed("sent a malformed message")
             if _is_call(message, names) and len(data) <= 6 * MAX_CALL_CHARS + 200:  # JSON escapes: 6 a char
-                before = getattr(api, "_env_time", 0.0)
+                steps, before = getattr(api, "_steps", None), getattr(api, "_env_time", 0.0)
                 reply = _call(api, *message[1:])
                 stepped = getattr(api, "_env_time", 0.0) - before
                 env_time += stepped
-                self._conn.send_bytes(pickle.dumps((*reply, stepped)))  # the worker's clock skips it too
+                same = steps is not None and getattr(api, "_steps", None) == steps  # no env step: nothing changed
+                self._conn.send_bytes(pickle.dumps((*reply, same, stepped)))  # the worker's clock skips `stepped`
             elif _is_done(message):
                 returned, error, lineno, stopped, log, exiting = message[1:]
                 if exiting:
@@ -195,7 +201,11 @@ def _stop(proc: subprocess.Popen, conn: Connection) -> None:
 
 def public_methods(api: object) -> tuple[str, ...]:
     """The names model code may call: the public methods of the api's class."""
-    kind = type(api)
+    return _public_methods(type(api))
+
+
+@functools.cache
+def _public_methods(kind: type) -> tuple[str, ...]:  # dir() of a class: ~20 us, once per run otherwise
     return tuple(n for n in dir(kind) if not n.startswith("_") and callable(getattr(kind, n)))
 
 

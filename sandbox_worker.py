@@ -14,8 +14,8 @@ turns a runaway allocation into a MemoryError.
 Messages: trainer -> worker are pickles (trusted); worker -> trainer are JSON (the trainer must not
 unpickle what code it does not trust may have written):
     ("run", source, entry, method_names, time_limit, cpu_limit)  ->  ["call", name, args, kwargs] ...  ["done", ...]
-    ("return", value, env_s) | ("stop", reason, message, env_s) | ("raise", exception_name, message, env_s)
-    (call replies; env_s: the seconds of env steps the call took, off the code's clock)
+    ("return", value, same, env_s) | ("stop", reason, message, same, env_s) | ("raise", name, message, same, env_s)
+    (call replies; same: the call took no env step; env_s: the seconds of env steps it took, off the clock)
 """
 
 import ctypes
@@ -63,6 +63,7 @@ class _Run:
         self.conn, self.time_limit, self.deadline = conn, time_limit, perf_counter() + time_limit
         self.memory_ceiling, self.next_memory_check = memory_ceiling_mb, 0.0
         self.depth, self.iterations_left, self.output, self.output_chars = 0, MAX_ITERATIONS, [], 0
+        self.answers: dict[bytes, bytes] = {}  # request -> reply, for calls since the last env step
 
     def tick(self) -> bool:
         """At every loop iteration and call of the model's code: the iteration, time and memory budgets."""
@@ -92,15 +93,24 @@ class _Run:
         self.depth -= 1
 
     def call_api(self, name: str, args: tuple, kwargs: dict) -> object:
-        """One api call, one round trip to the trainer. The clock runs on, but for the env steps the call
-        took (the reply's last field): the trainer's kill clock does the same."""
+        """One api call: one round trip to the trainer, unless the same call was answered since the last
+        env step (the reply says whether it took one), when the answer is unpickled again: a fresh copy
+        the code may change. The clock runs on, but for the env steps the call took (the reply's last
+        field): the trainer's kill clock does the same."""
         request = _encode_call(name, args, kwargs)
-        try:
-            self.conn.send_bytes(request)
-            reply = pickle.loads(self.conn.recv_bytes())
-        except BaseException:  # noqa: BLE001 - a half-done round trip: the protocol is out of step
-            os._exit(3)  # the trainer sees a dead worker, fails this call and starts a fresh one
-        self.deadline += reply[-1]
+        data = self.answers.get(request)
+        if data is None:
+            try:
+                self.conn.send_bytes(request)
+                data = self.conn.recv_bytes()
+            except BaseException:  # noqa: BLE001 - a half-done round trip: the protocol is out of step
+                os._exit(3)  # the trainer sees a dead worker, fails this call and starts a fresh one
+        reply = pickle.loads(data)
+        if reply[-2]:
+            self.answers[request] = data
+        else:
+            self.answers.clear()
+            self.deadline += reply[-1]
         if reply[0] == "return":
             return reply[1]
         if reply[0] == "stop":

@@ -37,19 +37,20 @@ class Secret:
 
 
 class FakeApi:
-    """A tiny primitive API: step() spends a budget and raises the sandbox's StepBudgetExceeded."""
+    """A tiny primitive API: step() spends a budget and raises the sandbox's StepBudgetExceeded. It
+    counts its env steps in `_steps` and their time in `_env_time`, as core.PrimitiveAPI does."""
 
     def __init__(self, budget: int = 5, sleep: float = 0.0):
-        self._budget, self._sleep, self.steps, self._env_time = budget, sleep, 0, 0.0
+        self._budget, self._sleep, self._steps, self._env_time = budget, sleep, 0, 0.0
         self.secret = Secret()
         self._nested, self._flat = [[1, 2], [3, 4]], [1, 2]
         self.traces: list[object] = []
 
     def step(self) -> int:
-        if self.steps >= self._budget:
+        if self._steps >= self._budget:
             raise sandbox.StepBudgetExceeded(f"budget of {self._budget} steps spent")
-        self.steps += 1
-        return self.steps
+        self._steps += 1
+        return self._steps
 
     def end(self) -> None:
         raise sandbox.EpisodeEnded()
@@ -63,19 +64,21 @@ class FakeApi:
         self.traces.append(sys.gettrace())
         start = time.perf_counter()
         time.sleep(self._sleep)
+        self._steps += 1
         self._env_time += time.perf_counter() - start
         return True
 
-    def query(self) -> int:
+    def query(self, i: int = 0) -> int:
         """A call that takes no env step but its time (a slow view() on a loaded machine)."""
         time.sleep(self._sleep)
-        return self.steps
+        return self._steps
 
     def grid(self) -> np.ndarray:
         return np.arange(6, dtype=np.int64).reshape(2, 3)
 
     def targets(self, nested: bool) -> list:
         """Returns internal state, which model code must not be able to change through the result."""
+        self.traces.append(nested)
         return self._nested if nested else self._flat
 
 
@@ -236,7 +239,7 @@ def test_step_budget_in_api_cannot_be_swallowed(worker):
                     pass
     """, api)
     assert result.stopped == "step_budget" and result.error is None
-    assert api.steps == 3 and result.lineno == 4
+    assert api._steps == 3 and result.lineno == 4
 
 
 def test_interrupts_are_not_exceptions():
@@ -264,8 +267,9 @@ def test_a_loop_of_api_calls_that_take_no_step_is_stopped_by_the_time_budget(wor
     start = time.perf_counter()
     result = _run(worker, """
         def act(api):
-            while api.query() < 1:
-                pass
+            i = 0
+            while api.query(i) < 1:  # each call differs, so none is answered by the worker's memo
+                i += 1
     """, FakeApi(sleep=0.005), time_limit=0.3)
     took = time.perf_counter() - start
     assert result.stopped == "time_budget" and "0.3 s" in result.error and result.lineno in (2, 3), result
@@ -382,6 +386,24 @@ def test_api_proxy_is_read_only_and_plain(worker):
         del proxy.step
     with pytest.raises(AttributeError):
         proxy._budget  # noqa: B018 - the access itself is the test
+
+
+def test_a_call_repeated_between_env_steps_is_answered_once(worker):
+    """A call that took no env step changed nothing, so the same call again, before the next step,
+    gets the same answer: from the worker's memo, as a fresh copy, without a round trip."""
+    api = FakeApi()
+    result = _run(worker, """
+        def act(api):
+            first = api.targets(True)
+            first[0][0] = 99
+            again = api.targets(True)
+            other = api.targets(False)
+            api.step()
+            after = api.targets(True)
+            return [first, again, other, after]
+    """, api)
+    assert result.returned == [[[99, 2], [3, 4]], [[1, 2], [3, 4]], [1, 2], [[1, 2], [3, 4]]]
+    assert api.traces == [True, False, True]  # asked once before the step, once after
 
 
 def test_print_output_is_captured_and_bounded(worker):
