@@ -17,7 +17,8 @@ Memory: the process's peak RSS, all four sides live at once (per-side RSS deltas
 allocator reuses what earlier sides freed); per-env memory of the two Crafters is in bench/env_sps.py.
 The last line is the issue's summary: X = c/b, Y = c/d, Z = c/a (targets X >= 2.5, Y >= 1.5). The line before it
 gives the same ratios per round (min / median / max over the rounds, each round's sides measured back to back),
-so whether a target holds in every round, not only on the sums, can be read off one run.
+so whether a target holds in every round, not only on the sums, can be read off one run; on a machine shared
+with other jobs the wall-clock ratios swing with their load, the CPU-time ones (this process's CPU seconds) much less.
 SB3 is a bench-only dependency: pip install -r bench/requirements.txt
 """
 
@@ -53,12 +54,14 @@ class Side:
 
     def __init__(self, label: str):
         self.label, self.steps, self.wall, self.cpu, self.env_time = label, 0, 0.0, 0.0, 0.0
-        self.round_sps: list[float] = []  # one rate per timed call (round), to read the spread off one run
+        self.round_sps: list[float] = []  # one wall-clock rate per timed call (round), to read the spread off one run
+        self.round_cpu_sps: list[float] = []  # and its CPU-time rate: what other jobs' load leaves untouched
 
     def timed(self, n: int) -> None:
         env_before, w, c = self.env_time_now(), time.perf_counter(), time.process_time()
         self.run(n)
         self.round_sps.append(n / (time.perf_counter() - w))
+        self.round_cpu_sps.append(n / (time.process_time() - c))
         self.wall += time.perf_counter() - w
         self.cpu += time.process_time() - c
         self.env_time += self.env_time_now() - env_before
@@ -198,10 +201,11 @@ def main() -> None:
     print(f"peak RSS of the process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB; "
           f"load average now {open('/proc/loadavg').read().split()[0]}; "
           f"cpu-time ratios c/b {b.cpu / c.cpu:.2f}, c/d {d.cpu / c.cpu:.2f}")
-    per_round = lambda x, y: sorted(u / v for u, v in zip(x.round_sps, y.round_sps, strict=True))
-    spread = lambda r: f"{r[0]:.2f} / {float(np.median(r)):.2f} / {r[-1]:.2f}"
-    print(f"per round (min / median / max of {args.rounds}): c/b {spread(per_round(c, b))}, "
-          f"c/d {spread(per_round(c, d))}, c/a {spread(per_round(c, a))}")
+    for kind in ("round_sps", "round_cpu_sps"):
+        ratios = lambda x, y, k=kind: sorted(u / v for u, v in zip(getattr(x, k), getattr(y, k), strict=True))
+        spread = lambda r: f"{r[0]:.2f} / {float(np.median(r)):.2f} / {r[-1]:.2f}"
+        print(f"per round, {'wall' if kind == 'round_sps' else 'cpu '} (min / median / max of {args.rounds}): "
+              f"c/b {spread(ratios(c, b))}, c/d {spread(ratios(c, d))}, c/a {spread(ratios(c, a))}")
     print(f"training speedup {c.sps() / b.sps():.2f}x over original; vs SB3 {c.sps() / d.sps():.2f}x; "
           f"training/raw env {c.sps() / a.sps():.2f}")
 
