@@ -67,6 +67,12 @@ def test_every_docs_page_is_linked_from_the_readme():
     assert [p.name for p in pages(REPO)[1:] if p.resolve() not in linked] == []
 
 
+def test_every_python_file_the_pages_name_exists():
+    """A file renamed or split leaves no page pointing at its old name."""
+    named = {m for page in pages(REPO) for m in re.findall(r"`((?:[\w-]+/)*[\w-]+\.py)\b", page.read_text())}
+    assert sorted(n for n in named if not (REPO / n).is_file()) == []
+
+
 def test_readme_stays_short():
     size = (REPO / "README.md").stat().st_size
     assert size <= README_LIMIT, f"README.md is {size} bytes; move detail into docs/ (limit {README_LIMIT})"
