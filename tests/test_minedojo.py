@@ -18,7 +18,7 @@ import minedojo_skills
 import train
 from core import SubAction, api_doc
 from fast_agent import FastAgent
-from llm import LLMError
+from llm import LLMError, Reply
 from slow_agent import SlowAgent, plan_messages
 
 NVEC = [3, 3, 4, 25, 25, 8, 244, 36]
@@ -375,6 +375,28 @@ class Offline:
     def chat(self, messages, **kwargs):
         self.sent.append(messages)
         raise LLMError("offline")
+
+
+class Scripted(Offline):
+    """An LLM that answers every request with one reply."""
+
+    def __init__(self, reply: dict):
+        super().__init__()
+        self.reply = reply
+
+    def chat(self, messages, **kwargs):
+        self.sent.append(messages)
+        return Reply(json.dumps(self.reply), self.reply, {}, "scripted", 0.0, 1)
+
+
+def test_a_long_minedojo_task_is_not_asked_for_a_chain_no_curriculum_reads(fake):
+    task = env.get_task("minedojo:craft_wooden_pickaxe")  # 4 prerequisites: a long chain
+    plan = {"subtasks": [], "rl_config": {}, "subactions": [
+        {"name": "craft_all", "how": "code", "spec": "Craft planks, sticks, a table and the pickaxe.", "reason": "r"}]}
+    llm = Scripted(plan)
+    assert SlowAgent(llm).plan(task, api_doc(minedojo_env.MineDojoAPI)).subtasks == []  # accepted as it is
+    user = llm.sent[0][-1]["content"]
+    assert "no curriculum runs on MineDojo" in user and "Training follows the chain" not in user
 
 
 def test_prompts_name_minecraft_and_show_a_minedojo_example(fake):
