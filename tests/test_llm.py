@@ -139,8 +139,7 @@ def test_backoff_jitter_is_random_within_bounds_and_capped():
     with FakeLLMServer([server_error()] * 10) as srv, gave_up:
         client(srv, sleeps, rng=random.Random(0), max_retries=9).chat(USER)
     assert len(srv.requests) == 10 and len(sleeps) == 9
-    for k, wait in enumerate(sleeps):
-        b = min(30.0, 2.0**k)
+    for wait, b in zip(sleeps, [1, 2, 4, 8, 16, 30, 30, 30, 30], strict=True):  # doubling from 1 s, capped at 30
         assert b / 2 <= wait <= b
     assert len(set(sleeps[:5])) == 5  # jitter: not a fixed schedule
     assert max(sleeps) <= 30.0
