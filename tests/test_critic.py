@@ -34,6 +34,7 @@ from critic import (
 from env import ACHIEVEMENTS, ACTIONS, get_task, make_env
 from evidence import crafter_score, episode_ends, episode_measures, stall_shares
 from llm import LLMClient
+from skill_library import SkillLibrary
 from slow_agent import AgentError, SlowAgent, plan_messages
 from tests.fake_llm import FakeLLMServer
 
@@ -395,6 +396,13 @@ def test_a_hand_written_skill_from_the_library_is_reused_only_where_allowed():
 
     assert reuse_skill(Library(), "chop_tree", None, 1, hand_written=True) is skills.SKILLS["chop_tree"]
     assert reuse_skill(Library(), "chop_tree", None, 1, hand_written=False) is None
+
+
+def test_the_planner_of_an_llm_run_is_offered_no_hand_written_skill_from_the_library(tmp_path):
+    library = SkillLibrary(tmp_path, "crafter")
+    library.seed()  # the reference skills, origin hand-written
+    assert "chop_tree" in library.catalogue("collect_wood")
+    assert library.catalogue("collect_wood", hand_written=False) == {}
 
 
 def test_show_prompt_prints_what_the_planner_the_fast_agent_and_the_critic_send(capsys):
