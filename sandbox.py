@@ -8,10 +8,11 @@ text is untrusted, so it passes three layers:
    introspection builtins, no classes, `global`, `with` or `finally`; `except` may only name the
    builtin Exception subclasses, so a stop, an `Interrupt`, can never be swallowed) and compiles the
    code, so a compiler error (`continue` outside a loop, a repeated keyword) is a SandboxError too.
-2. `compile_action` rewrites the operations that can blow up inside one C call (`*`, `**`, `<<`, `+`,
-   `-`, `%`, `str.join`/`replace`, f-string fields) into size-checked helpers, puts a budget check at
-   every loop iteration (comprehensions' included) and function entry, and runs the module with
-   restricted builtins (`range`, `str`, `int`, `zip`, ... wrapped to refuse huge inputs or results).
+2. `compile_action` rewrites (sandbox_rewrite.py) the operations that can blow up inside one C call
+   (`*`, `**`, `<<`, `+`, `-`, `%`, `str.join`/`replace`, f-string fields) into size-checked helpers,
+   puts a budget check at every loop iteration (comprehensions' included) and function entry, and runs
+   the module with restricted builtins (`range`, `str`, `int`, `zip`, ... wrapped to refuse huge inputs
+   or results).
 3. The code runs only in a worker process (sandbox_worker.py), whose checks (`_tick`, `_enter`,
    `_leave`: names the model cannot write, so cannot call, rebind or reset) hold it to a time,
    iteration, depth and memory budget, driven by the trainer through sandbox_host.py, which kills and
@@ -27,7 +28,6 @@ training with code actions; a check per iteration or call costs a few percent (b
 """
 
 import ast
-import copy
 import itertools
 import linecache
 import operator
@@ -35,6 +35,8 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+import sandbox_rewrite
 
 MAX_SOURCE_CHARS = 20_000  # a code action is a short function, not a program
 MAX_LEN = 1_000_000  # longest str/list/tuple/range one operation may build, or a builtin may consume
@@ -254,14 +256,38 @@ _OPERATORS = {"*": operator.mul, "**": operator.pow, "<<": operator.lshift, "+":
               "-": operator.sub, "%": operator.mod}
 
 
+_LINEAR, _HALF = frozenset("+-%"), 2**30  # |a|, |b| < 2**30: a * b stays within MAX_INT
+
+
+def _numbers(op: str, a: object, b: object) -> object:
+    """`a op b` for plain ints and floats where it cannot build anything big (floats overflow or raise,
+    ints here stay within MAX_INT): the same result or error as `_check_arith` then the operation,
+    without its checks, for the arithmetic of game code in loops. None: not such a case."""
+    ta, tb = type(a), type(b)
+    if ta is float and (tb is float or tb is int) or tb is float and ta is int:
+        return _OPERATORS[op](a, b)
+    if ta is int and tb is int:
+        if op in _LINEAR:
+            return _small(_OPERATORS[op](a, b))
+        if op == "*" and -_HALF < a < _HALF and -_HALF < b < _HALF:
+            return a * b
+    return None
+
+
 def _arith(op: str, a: object, b: object) -> object:
-    _check_arith(op, a, b)
-    return _OPERATORS[op](a, b)
+    result = _numbers(op, a, b)
+    if result is None:
+        _check_arith(op, a, b)
+        result = _OPERATORS[op](a, b)
+    return result
 
 
 def _aug(op: str, current: object, value: object) -> object:
-    """`x op= v` keeps its in-place semantics; only the size is checked first."""
-    _check_arith(op, current, value)
+    """`x op= v` keeps its in-place semantics; only the size is checked first (a float builds nothing)."""
+    kinds = type(current), type(value)
+    if float not in kinds or str in kinds:
+        if _numbers(op, current, value) is None:
+            _check_arith(op, current, value)
     return value
 
 
@@ -383,6 +409,8 @@ _BUILTINS = {
     "dict": dict, "set": set, "tuple": tuple, "int": _int, "float": float, "bool": bool, "str": _str,
     "isinstance": _isinstance, "round": _round, "print": _print, **SAFE_EXCEPTIONS,
 }
+
+
 def _unbudgeted() -> None:
     raise RuntimeError("code actions must be called through sandbox_worker.run")
 
@@ -404,79 +432,6 @@ def _budgeted(fn: Callable) -> Callable:
 
 _HELPERS = {"_arith": _arith, "_aug": _aug, "_sized_method": _sized_method, "_text": _text, "_budgeted": _budgeted}
 _CHECKS = {"_tick": _unbudgeted, "_enter": _unbudgeted, "_leave": _unbudgeted}  # sandbox_worker binds each run's
-_GUARDED_OPS = {ast.Mult: "*", ast.Pow: "**", ast.LShift: "<<", ast.Add: "+", ast.Sub: "-", ast.Mod: "%"}
-
-
-class _Guard(ast.NodeTransformer):
-    """Routes the size-amplifying operations through the helpers above and drops annotations
-    (they would be evaluated at definition time, outside any budget)."""
-
-    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
-        self.generic_visit(node)
-        op = _GUARDED_OPS.get(type(node.op))
-        return node if op is None else _call("_arith", node, ast.Constant(op), node.left, node.right)
-
-    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
-        self.generic_visit(node)
-        op = _GUARDED_OPS.get(type(node.op))
-        if op is not None:  # the target's subexpressions are evaluated twice; harmless for game code
-            current = copy.deepcopy(node.target)
-            current.ctx = ast.Load()
-            node.value = _call("_aug", node, ast.Constant(op), current, node.value)
-        return node
-
-    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
-        self.generic_visit(node)
-        if node.attr in ("join", "replace"):
-            return _call("_sized_method", node, node.value, ast.Constant(node.attr))
-        return node
-
-    def visit_FormattedValue(self, node: ast.FormattedValue) -> ast.AST:
-        self.generic_visit(node)
-        node.value = _call("_text", node.value, node.value)
-        return node
-
-    def visit_arg(self, node: ast.arg) -> ast.AST:
-        node.annotation = None
-        return node
-
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
-        self.generic_visit(node)
-        node.returns = None
-        return node
-
-
-class _Budget(ast.NodeTransformer):
-    """Puts `_tick()` at the top of every loop body and in front of every comprehension's filters,
-    wraps every def's body in `_enter()` ... `try: ... finally: _leave()` and every lambda in
-    `_budgeted`. The checks carry the loop's or def's line, so a stop reports the model's own line."""
-
-    def visit_loop(self, node: ast.For | ast.While) -> ast.AST:
-        self.generic_visit(node)
-        node.body.insert(0, ast.copy_location(ast.Expr(_call("_tick", node)), node))
-        return node
-
-    visit_For = visit_While = visit_loop
-
-    def visit_comprehension(self, node: ast.comprehension) -> ast.AST:
-        self.generic_visit(node)
-        node.ifs.insert(0, _call("_tick", node.iter))  # _tick() returns True
-        return node
-
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
-        self.generic_visit(node)
-        leave = ast.copy_location(ast.Expr(_call("_leave", node)), node)
-        guarded = ast.copy_location(ast.Try(body=node.body, handlers=[], orelse=[], finalbody=[leave]), node)
-        node.body = [ast.copy_location(ast.Expr(_call("_enter", node)), node), guarded]
-        return node
-
-    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
-        self.generic_visit(node)
-        return _call("_budgeted", node, node)
-
-
-def _call(helper: str, where: ast.AST, *args: ast.expr) -> ast.Call:
-    return ast.copy_location(ast.Call(ast.Name(helper, ast.Load()), list(args), []), where)
 
 
 _compiled = itertools.count()
@@ -498,7 +453,7 @@ def compile_action(source: str, entry: str) -> Callable:
     _compile(tree, "<check>")  # the compiler's own errors, reported on the model's unguarded code
     filename = f"{FILENAME_PREFIX}{entry}#{next(_compiled)}>"
     try:
-        guarded = ast.fix_missing_locations(_Budget().visit(_Guard().visit(tree)))
+        guarded = sandbox_rewrite.rewrite(tree)
     except RecursionError:
         raise SandboxError("the code is nested too deeply") from None
     code = _compile(guarded, filename)
