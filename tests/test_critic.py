@@ -305,7 +305,9 @@ def test_the_crafter_score_of_an_iteration_matches_crafters_and_has_a_bootstrap_
     rows = crafter_rows(200, {**dict.fromkeys(ACHIEVEMENTS, 0.5), "collect_wood": 0.9, "collect_diamond": 0.0})
     (tmp_path / "stats.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     got = crafter_score(rows)
-    assert got["score"] == round(report.crafter_score(tmp_path / "stats.jsonl")[0], 2) and got["episodes"] == 200
+    # 20 achievements in 50% of episodes, wood in 90%, diamond in none: exp((20 ln 51 + ln 91 + ln 1) / 22) - 1
+    assert got["score"] == 42.79 == round(report.crafter_score(tmp_path / "stats.jsonl")[0], 2)
+    assert got["episodes"] == 200
     assert got["achievements"]["place_table"] == 0.5
     small = crafter_score(rows[::4])  # a quarter of the episodes (same rates): about twice the noise
     assert 0 < got["se"] < small["se"] and 1.5 < small["se"] / got["se"] < 2.7
