@@ -268,7 +268,8 @@ def _numbers(op: str, a: object, b: object) -> object:
         return _OPERATORS[op](a, b)
     if ta is int and tb is int:
         if op in _LINEAR:
-            return _small(_OPERATORS[op](a, b))
+            result = _OPERATORS[op](a, b)
+            return result if -MAX_INT <= result <= MAX_INT else _small(result)  # _small raises
         if op == "*" and -_HALF < a < _HALF and -_HALF < b < _HALF:
             return a * b
     return None
