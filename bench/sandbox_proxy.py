@@ -4,10 +4,12 @@ Crafter env step, measured side by side in one run; and the worker's start-up co
     python -m bench.sandbox_proxy              # 3000 calls per setting, median of 5 rounds
     python -m bench.sandbox_proxy --calls 10000
 
-A proxied call is a round trip: the model's code (traced, in the worker) encodes the arguments, the
-trainer decodes them, calls the api and sends the result back. `api.steps_left()` does no env work,
-so its proxied time is the whole overhead; `api.noop()` takes a real env step either way, so the
-difference between its two times is the overhead next to real work. Target: under 10% of an env step.
+A proxied call is a round trip: the model's code (in the worker) encodes the arguments, the trainer
+decodes them, calls the api and sends the result back. `api.steps_left()` does no env work, so its
+proxied time is the whole overhead; it goes through an api that does not count steps, so the worker
+cannot answer a repeat itself, as it does for the real api (the "memo" row: a call repeated before
+the next env step). `api.noop()` takes a real env step either way, so the difference between its two
+times is the overhead next to real work. Target: under 10% of an env step.
 Wall-clock times: the worker is another process, so this process's CPU time would miss half the cost.
 """
 
@@ -22,6 +24,16 @@ import env as E
 import sandbox_host
 
 LOOP = "def bench(api):\n    for _ in range({n}):\n        api.{call}()\n    return True\n"
+
+
+class Unmemoized:
+    """The api's steps_left() without its step count (`_steps`): every call is a round trip."""
+
+    def __init__(self, api):
+        self.api = api
+
+    def steps_left(self) -> int:
+        return self.api.steps_left()
 
 
 def timed_us(run, n: int, setup=lambda: None) -> float:
@@ -51,9 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     def direct(call: str, k: int):
         return lambda: [getattr(env.unwrapped.make_api(k), call)() for _ in range(k)]
 
-    def proxied(call: str, k: int):
+    def proxied(call: str, k: int, wrap=lambda api: api):
         source = LOOP.format(n=k, call=call)
-        return lambda: worker.run(source, "bench", env.unwrapped.make_api(k), time_limit=60.0)
+        return lambda: worker.run(source, "bench", wrap(env.unwrapped.make_api(k)), time_limit=60.0)
 
     # noop: a fresh episode each time, and few enough steps that the player survives (seed 0 dies at 143)
     fresh = {"steps_left": lambda: None, "noop": lambda: env.reset(seed=0)}
@@ -63,7 +75,9 @@ def main(argv: list[str] | None = None) -> int:
                 "empty code action (one run)": (proxied("steps_left", 0), 1, lambda: None)}
     for call, k in counts.items():
         settings[f"api.{call}() direct"] = (direct(call, k), k, fresh[call])
-        settings[f"api.{call}() proxied"] = (proxied(call, k), k, fresh[call])
+        settings[f"api.{call}() proxied"] = (proxied(call, k, Unmemoized if call == "steps_left" else lambda a: a),
+                                             k, fresh[call])
+    settings["api.steps_left() memo"] = (proxied("steps_left", n), n, lambda: None)
     times = {name: [] for name in settings}
     for _ in range(args.rounds):  # interleaved, so that load from other jobs hits every setting alike
         for name, (run, k, setup) in settings.items():
