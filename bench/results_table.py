@@ -113,11 +113,15 @@ def crafter_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
                          "| measured here |")
         else:
             lines.append(f"| {label}, seed {c.seed} | {c.budget} | — | measured here: no result yet |")
-    done = [c for c in ours if c in current]
-    if done:
-        lines += ["", "| achievement (% of episodes) | " + " | ".join(f"ours: {c.mode}" for c in done) + " |",
-                  "|---|" + "---|" * len(done)]
-        lines += [f"| {a} | " + " | ".join(f"{current[c]['crafter']['achievements'][a]:.1f}" for c in done) + " |"
+    rates: dict[str, list[dict]] = {}  # per mode, each seed's rates: one column a mode, its mean over seeds
+    for c in ours:
+        if c in current:
+            rates.setdefault(c.mode, []).append(current[c]["crafter"]["achievements"])
+    if rates:
+        lines += ["", "| achievement (% of episodes, mean over seeds) | "
+                  + " | ".join(f"ours: {m} (n={len(r)})" for m, r in rates.items()) + " |",
+                  "|---|" + "---|" * len(rates)]
+        lines += [f"| {a} | " + " | ".join(f"{np.mean([seed[a] for seed in r]):.1f}" for r in rates.values()) + " |"
                   for a in E.ACHIEVEMENTS]
     return lines + [""]
 

@@ -308,6 +308,19 @@ def test_crafter_curve_is_plotted_under_its_scores_on_its_own_scale(tmp_path, mo
             "100000), ended at 5.00; training success (none can succeed") in text
 
 
+def test_crafter_achievements_are_one_column_per_mode_averaged_over_its_seeds(tmp_path, monkeypatch):
+    monkeypatch.setattr(A, "ROOT", tmp_path)
+    md, results = pages(tmp_path), tmp_path / "bench" / "results"
+    for mode, seed, wood in (("rl", 1, 80.0), ("rl", 2, 90.0), ("rlgpt", 1, 99.0)):
+        rates = dict.fromkeys(E.ACHIEVEMENTS, 0.0) | {"collect_wood": wood}
+        fake_result(results, G.Cell("crafter", mode, seed, 1_000_000), None, 0,
+                    crafter={"score": 5.0, "episodes": 10, "achievements": rates})
+    assert A.main(["--table"]) == 0
+    text = md.read_text()
+    assert "| achievement (% of episodes, mean over seeds) | ours: rl (n=2) | ours: rlgpt (n=1) |\n" in text
+    assert "| collect_wood | 85.0 | 99.0 |\n" in text
+
+
 def test_targets_are_met_missed_or_not_measured_and_a_miss_quotes_its_logs(tmp_path, monkeypatch):
     monkeypatch.setattr(A, "ROOT", tmp_path)
     md, results = pages(tmp_path), tmp_path / "bench" / "results"
