@@ -15,9 +15,13 @@ the worker gets only MALLOC_ARENA_MAX.
 
 An api call that took no env step (`api._steps` unchanged, as core.PrimitiveAPI counts them) changed
 nothing: the worker answers the same call again itself until the next step (a skill asks view() and
-inventory() many times between two moves), so a run makes fewer round trips. An api without `_steps`
-gets none of this. The code's clock is wall time less the env steps its api calls took
-(`api._env_time`, which core.PrimitiveAPI keeps): env steps are bounded by the step budget, everything
+inventory() many times between two moves), so a run makes fewer round trips. The calls an api class
+names in `_QUERIES` (no arguments, reading the env's state only) are answered ahead: their answers go
+with the run's request and with the reply to every call that took a step, so reading the state never
+costs a round trip. An api without `_steps` gets none of this.
+
+The code's clock is wall time less the env steps its api calls took (`api._env_time`, which
+core.PrimitiveAPI keeps): env steps are bounded by the step budget, everything
 else (the code, the round trips, api calls that take no step, failing ones) by `time_limit`, so no
 count of api calls has to fit the machine's load. The wait is bounded from outside: once that clock
 passes `time_limit + KILL_AFTER_S`, the worker is killed. A killed or crashed worker fails that one
@@ -75,7 +79,8 @@ class Worker:
             if self._proc is None or self._proc.poll() is not None:
                 self._start()
             cpu_limit = time_limit + KILL_AFTER_S + 1.0  # the kill comes first: CPU time <= wall time
-            self._conn.send_bytes(pickle.dumps(("run", source, entry, names, time_limit, cpu_limit)))
+            request = ("run", source, entry, names, time_limit, cpu_limit, _answers_ahead(api))
+            self._conn.send_bytes(pickle.dumps(request))
             return self._serve(api, set(names), time_limit)
         except OSError:  # the socket broke: the worker died before reading or while writing
             return self._failed()
@@ -106,7 +111,8 @@ class Worker:
                 stepped = getattr(api, "_env_time", 0.0) - before
                 env_time += stepped
                 same = steps is not None and getattr(api, "_steps", None) == steps  # no env step: nothing changed
-                self._conn.send_bytes(pickle.dumps((*reply, same, stepped)))  # the worker's clock skips `stepped`
+                ahead = None if same or reply[0] == "stop" else _answers_ahead(api)
+                self._conn.send_bytes(pickle.dumps((*reply, same, stepped, ahead)))  # the clock skips `stepped`
             elif _is_done(message):
                 returned, error, lineno, stopped, log, exiting = message[1:]
                 if exiting:
@@ -207,6 +213,12 @@ def public_methods(api: object) -> tuple[str, ...]:
 @functools.cache
 def _public_methods(kind: type) -> tuple[str, ...]:  # dir() of a class: ~20 us, once per run otherwise
     return tuple(n for n in dir(kind) if not n.startswith("_") and callable(getattr(kind, n)))
+
+
+def _answers_ahead(api: object) -> dict[bytes, bytes]:
+    """The replies to the api's `_QUERIES`, keyed by the request the worker would send for each."""
+    return {json.dumps(["call", name, [], {}]).encode(): pickle.dumps((*_call(api, name, [], {}), True, 0.0, None))
+            for name in getattr(type(api), "_QUERIES", ())}
 
 
 def _is_call(message: object, names: set[str]) -> bool:

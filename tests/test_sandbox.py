@@ -36,8 +36,11 @@ class FakeApi:
     """A tiny primitive API: step() spends a budget and raises the sandbox's StepBudgetExceeded. It
     counts its env steps in `_steps` and their time in `_env_time`, as core.PrimitiveAPI does."""
 
+    _QUERIES = ("where",)  # answered ahead by the trainer, as CrafterAPI's are
+
     def __init__(self, budget: int = 5, sleep: float = 0.0):
         self._budget, self._sleep, self._steps, self._env_time = budget, sleep, 0, 0.0
+        self.wheres = 0
         self.secret = Secret()
         self._nested, self._flat = [[1, 2], [3, 4]], [1, 2]
         self.traces: list[object] = []
@@ -47,6 +50,11 @@ class FakeApi:
             raise sandbox.StepBudgetExceeded(f"budget of {self._budget} steps spent")
         self._steps += 1
         return self._steps
+
+    def where(self) -> list[int]:
+        """A query: reads the state only."""
+        self.wheres += 1
+        return [self._steps]
 
     def end(self) -> None:
         raise sandbox.EpisodeEnded()
@@ -374,6 +382,23 @@ def test_a_call_repeated_between_env_steps_is_answered_once(worker):
     """, api)
     assert result.returned == [[[99, 2], [3, 4]], [[1, 2], [3, 4]], [1, 2], [[1, 2], [3, 4]]]
     assert api.traces == [True, False, True]  # asked once before the step, once after
+
+
+def test_queries_are_answered_ahead_without_a_round_trip(worker, monkeypatch):
+    """The api's `_QUERIES` go with the run's request and with each reply to a call that took a step:
+    of these five calls only the step is a round trip, and each query still reads the state it would."""
+    messages, is_call = [], sandbox_host._is_call
+    monkeypatch.setattr(sandbox_host, "_is_call", lambda m, names: is_call(m, names) and not messages.append(m[1]))
+    api = FakeApi()
+    result = _run(worker, """
+        def act(api):
+            first = api.where()
+            first.append(9)
+            again = api.where()
+            api.step()
+            return [first, again, api.where(), api.where()]
+    """, api)
+    assert result.returned == [[0, 9], [0], [1], [1]] and messages == ["step"] and api.wheres == 2
 
 
 def test_print_output_is_captured_and_bounded(worker):
