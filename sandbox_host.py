@@ -217,8 +217,14 @@ def _public_methods(kind: type) -> tuple[str, ...]:  # dir() of a class: ~20 us,
 
 def _answers_ahead(api: object) -> dict[bytes, bytes]:
     """The replies to the api's `_QUERIES`, keyed by the request the worker would send for each."""
-    return {json.dumps(["call", name, [], {}]).encode(): pickle.dumps((*_call(api, name, [], {}), True, 0.0, None))
+    return {_query_key(name): pickle.dumps((*_call(api, name, [], {}), True, 0.0, None))
             for name in getattr(type(api), "_QUERIES", ())}
+
+
+@functools.cache
+def _query_key(name: str) -> bytes:
+    """The bytes the worker sends for `api.<name>()` (sandbox_worker._encode_call)."""
+    return json.dumps(["call", name, [], {}]).encode()
 
 
 def _is_call(message: object, names: set[str]) -> bool:
@@ -273,6 +279,9 @@ def _plain(value: object) -> object:
         return value
     if kind in (tuple, list) and len(value) < 16 and all(type(v) in _SCALARS for v in value):
         return kind(value)  # the common small case (positions), without the walk below
+    if kind is list and len(value) < 16 and all(type(row) is list and len(row) < 16 and all(
+            type(v) in _SCALARS for v in row) for row in value):
+        return [list(row) for row in value]  # a small grid (Crafter's view), a third of the walk's time
     count = 0
 
     def copy(x, depth):
