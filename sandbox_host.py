@@ -16,9 +16,10 @@ the worker gets only MALLOC_ARENA_MAX.
 An api call that took no env step (`api._steps` unchanged, as core.PrimitiveAPI counts them) changed
 nothing: the worker answers the same call again itself until the next step (a skill asks view() and
 inventory() many times between two moves), so a run makes fewer round trips. The calls an api class
-names in `_QUERIES` (no arguments, reading the env's state only) are answered ahead: their answers go
-with the run's request and with the reply to every call that took a step, so reading the state never
-costs a round trip. An api without `_steps` gets none of this.
+names in `_QUERIES` (no arguments, reading the env's state only) are answered together: the reply to
+the first of them asked in a run, and the reply to every call that took a step, carry the answers to
+all of them, so reading the state costs one round trip in a run, none after a step. An api without
+`_steps` gets none of this.
 
 The code's clock is wall time less the env steps its api calls took (`api._env_time`, which
 core.PrimitiveAPI keeps): env steps are bounded by the step budget, everything
@@ -79,8 +80,7 @@ class Worker:
             if self._proc is None or self._proc.poll() is not None:
                 self._start()
             cpu_limit = time_limit + KILL_AFTER_S + 1.0  # the kill comes first: CPU time <= wall time
-            request = ("run", source, entry, names, time_limit, cpu_limit, _answers_ahead(api))
-            self._conn.send_bytes(pickle.dumps(request))
+            self._conn.send_bytes(pickle.dumps(("run", source, entry, names, time_limit, cpu_limit)))
             return self._serve(api, set(names), time_limit)
         except OSError:  # the socket broke: the worker died before reading or while writing
             return self._failed()
@@ -89,7 +89,7 @@ class Worker:
             raise
 
     def _serve(self, api: object, names: set[str], time_limit: float) -> RunResult:
-        start, env_time = perf_counter(), 0.0
+        start, env_time, queries, answered = perf_counter(), 0.0, getattr(type(api), "_QUERIES", ()), False
         while True:
             left = start + env_time + time_limit + KILL_AFTER_S - perf_counter()
             if left <= 0:
@@ -111,7 +111,11 @@ class Worker:
                 stepped = getattr(api, "_env_time", 0.0) - before
                 env_time += stepped
                 same = steps is not None and getattr(api, "_steps", None) == steps  # no env step: nothing changed
-                ahead = None if same or reply[0] == "stop" else _answers_ahead(api)
+                query = message[1] in queries and not message[2] and not message[3]
+                ahead = None
+                if reply[0] != "stop" and (not same or query and not answered):  # the state is new to the worker
+                    ahead = _answers_ahead(api)
+                answered = ahead is not None or same and answered
                 self._conn.send_bytes(pickle.dumps((*reply, same, stepped, ahead)))  # the clock skips `stepped`
             elif _is_done(message):
                 returned, error, lineno, stopped, log, exiting = message[1:]

@@ -13,7 +13,7 @@ turns a runaway allocation into a MemoryError.
 
 Messages: trainer -> worker are pickles (trusted); worker -> trainer are JSON (the trainer must not
 unpickle what code it does not trust may have written):
-    ("run", source, entry, names, time_limit, cpu_limit, ahead)  ->  ["call", name, args, kwargs] ...  ["done", ...]
+    ("run", source, entry, names, time_limit, cpu_limit)  ->  ["call", name, args, kwargs] ...  ["done", ...]
     ("return", value, *tail) | ("stop", reason, message, *tail) | ("raise", name, message, *tail)  (call replies)
     tail = (same: the call took no env step, env_s: seconds of env steps it took, ahead: None or the
     replies to the api's queries, keyed by request, as sandbox_host._answers_ahead makes them)
@@ -60,11 +60,11 @@ class _Run:
     """The budgets and captured output of one call of a code action, and its link to the trainer.
     `tick`, `enter` and `leave` are the checks sandbox.compile_action put into the model's code."""
 
-    def __init__(self, conn: Connection, time_limit: float, memory_ceiling_mb: float, answers: dict[bytes, bytes]):
+    def __init__(self, conn: Connection, time_limit: float, memory_ceiling_mb: float):
         self.conn, self.time_limit, self.deadline = conn, time_limit, perf_counter() + time_limit
         self.memory_ceiling, self.next_memory_check = memory_ceiling_mb, 0.0
         self.depth, self.iterations_left, self.output, self.output_chars = 0, MAX_ITERATIONS, [], 0
-        self.answers = answers  # request -> reply: calls answered since the last env step, and those ahead
+        self.answers: dict[bytes, bytes] = {}  # request -> reply: calls answered since the last env step
 
     def tick(self) -> bool:
         """At every loop iteration and call of the model's code: the iteration, time and memory budgets."""
@@ -108,11 +108,12 @@ class _Run:
                 os._exit(3)  # the trainer sees a dead worker, fails this call and starts a fresh one
         reply = pickle.loads(data)
         same, stepped, ahead = reply[-3:]
+        if not same:
+            self.answers = {}
+            self.deadline += stepped
+        self.answers.update(ahead or {})
         if same:
             self.answers[request] = data
-        else:
-            self.answers = ahead or {}
-            self.deadline += stepped
         if reply[0] == "return":
             return reply[1]
         if reply[0] == "stop":
@@ -269,7 +270,7 @@ def serve(conn: Connection) -> None:
     conn.send_bytes(b'["ready"]')  # the trainer starts a run's clock only now, not during our start-up
     while True:
         try:
-            _, source, entry, names, time_limit, cpu_limit, answers = pickle.loads(conn.recv_bytes())
+            _, source, entry, names, time_limit, cpu_limit = pickle.loads(conn.recv_bytes())
         except (EOFError, OSError):  # the trainer closed the socket, or died (killed) with bytes unread
             return
         if (source, entry) not in functions:
@@ -284,7 +285,7 @@ def serve(conn: Connection) -> None:
             done = [None, str(fn), fn.lineno, None, []]
         else:
             _limit_cpu(cpu_limit)
-            done = run(fn, _Run(conn, time_limit, baseline + MEMORY_LIMIT_MB, answers), names)
+            done = run(fn, _Run(conn, time_limit, baseline + MEMORY_LIMIT_MB), names)
         exiting = _memory_mb(1) > baseline + MEMORY_LIMIT_MB / 2  # memory kept across calls: start afresh
         conn.send_bytes(json.dumps(["done", *done, exiting]).encode())
         if exiting:

@@ -385,8 +385,8 @@ def test_a_call_repeated_between_env_steps_is_answered_once(worker):
 
 
 def test_queries_are_answered_ahead_without_a_round_trip(worker, monkeypatch):
-    """The api's `_QUERIES` go with the run's request and with each reply to a call that took a step:
-    of these five calls only the step is a round trip, and each query still reads the state it would."""
+    """The answers to the api's `_QUERIES` go with the reply to the first query and to each call that
+    took a step: of these five calls two are round trips, and each query still reads the state it would."""
     messages, is_call = [], sandbox_host._is_call
     monkeypatch.setattr(sandbox_host, "_is_call", lambda m, names: is_call(m, names) and not messages.append(m[1]))
     api = FakeApi()
@@ -398,7 +398,7 @@ def test_queries_are_answered_ahead_without_a_round_trip(worker, monkeypatch):
             api.step()
             return [first, again, api.where(), api.where()]
     """, api)
-    assert result.returned == [[0, 9], [0], [1], [1]] and messages == ["step"] and api.wheres == 2
+    assert result.returned == [[0, 9], [0], [1], [1]] and messages == ["where", "step"] and api.wheres == 3
 
 
 def test_print_output_is_captured_and_bounded(worker):
