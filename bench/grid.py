@@ -7,7 +7,10 @@ that mode's runs measure (trainer, learner, env, skills, budgets' meaning). A re
 `results_version` is its mode's number; any other is stale: listed, not shown, and its cell runs again
 into a fresh v<N>/ directory. v2 of `rlgpt` and `rl+config`: "the slow loop acts" (the critic's decisions
 change the next iteration, a worse change is rolled back, long tasks train their sub-tasks as a
-curriculum); `rl` and `code` runs did not change: v1. Each run's commit is recorded for audit only.
+curriculum); v3: "the critic reads episode ends" (the rule-based critic acts on how failed episodes end
+and, on crafter, on per-achievement evidence; a change is kept or rolled back by the Crafter score on
+crafter and by efficiency once success saturates). `rl` and `code` runs did not change: v1. Each run's
+commit is recorded for audit only.
 
 The modes separate the two things RL-GPT adds to PPO: `rl+config` is plain PPO with the plan's action
 mask and reward shaping but no code action, so rl -> rl+config measures the plan's RL config alone and
@@ -25,8 +28,9 @@ from pathlib import Path
 from typing import NoReturn
 
 # Per mode: bump a mode's number by hand when what its runs measure changes (see the docstring).
-RESULTS_VERSION = {"rl": 1, "rl+config": 2, "code": 1, "rlgpt": 2, "rlgpt-1iter": 2}
-VERSION_NOTES = {"rl+config": "the slow loop acts", "rlgpt": "the slow loop acts", "rlgpt-1iter": "rlgpt's control"}
+RESULTS_VERSION = {"rl": 1, "rl+config": 3, "code": 1, "rlgpt": 3, "rlgpt-1iter": 3}
+VERSION_NOTES = {"rl+config": "the critic reads episode ends", "rlgpt": "the critic reads episode ends",
+                 "rlgpt-1iter": "rlgpt's control"}
 MODES = ("rl", "rl+config", "code", "rlgpt")
 SLOWLOOP_MODES = ("rlgpt", "rlgpt-1iter")
 SLOWLOOP = {"make_stone_pickaxe": 300_000, "collect_iron": 300_000}  # the slow-loop grid's tasks and budgets
