@@ -75,7 +75,7 @@ class PPOConfig:
     """probability each newly added (code) action starts with, so PPO tries it at all"""
     precision: str = "auto"
     """fp32 | bf16 | auto: the update's CNN in bfloat16 (torch.autocast) on CPUs with bf16 units, where it
-    measured ~1.5x faster and learned the same (README); fp32 elsewhere. Acting and the heads stay fp32"""
+    measured ~1.5x faster and learned the same (docs/measurements.md); fp32 elsewhere. Acting and the heads stay fp32"""
 
 
 def compute_gae(rewards: torch.Tensor, values: torch.Tensor, next_values: torch.Tensor,
@@ -361,7 +361,7 @@ PRECISIONS = ("auto", "fp32", "bf16")
 
 def use_bf16(precision: str, device: torch.device) -> bool:
     """The update in bfloat16? `auto` says yes on CPUs with native bf16 units (AVX512-BF16 or AMX), where a
-    NatureCNN minibatch update measured 1.5-2x faster (README); CUDA stays fp32 until measured there."""
+    NatureCNN minibatch update measured 1.5-2x faster (docs/measurements.md); CUDA stays fp32 until measured there."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, not {precision!r}")
     if precision != "auto":
