@@ -1,4 +1,5 @@
-"""The hand-written whole-benchmark program for Crafter: `--mode code --task crafter` with no LLM.
+"""The hand-written whole-benchmark program for Crafter: `--mode code --task crafter` with no LLM, and
+the `play_crafter` code action of the library's crafter plan (skills.reference_plan).
 
 Written by hand by the project's engineers; never LLM output (skills.whole_task_program labels it so).
 It is one code action, `solve_task(api)`, called again and again until the episode ends; each call
@@ -411,7 +412,8 @@ RECIPES = [(tool, C.make[tool]["uses"], C.make[tool]["nearby"]) for tool in
            ("wood_pickaxe", "wood_sword", "stone_pickaxe", "stone_sword", "iron_pickaxe", "iron_sword")]
 
 
-def program_source() -> str:
-    """The program's source with Crafter's recipe costs filled in (a code action cannot import them)."""
+def program_source(entry: str = "solve_task") -> str:
+    """The program's source with Crafter's recipe costs filled in (a code action cannot import them), its
+    entry named `entry`: `solve_task` in --mode code, `play_crafter` as a code action of the crafter plan."""
     return (SOURCE.replace("TABLE_WOOD", str(TABLE_WOOD)).replace("FURNACE_STONE", str(FURNACE_STONE))
-            .replace("RECIPES", repr(RECIPES)).lstrip("\n"))
+            .replace("RECIPES", repr(RECIPES)).replace("def solve_task(api):", f"def {entry}(api):").lstrip("\n"))

@@ -201,9 +201,16 @@ def place_plant(api):
 SKILLS: dict[str, CodeAction] = {a.name: a for a in _ALL}
 
 
+# The whole benchmark as one routine (crafter_program.py): the crafter plan's code action. Kept apart from
+# SKILLS, which are the steps of a chain, each tested on its own achievement (tests/test_skills.py).
+PLAY_CRAFTER = CodeAction("play_crafter", crafter_program.program_source("play_crafter"),
+                          LABEL + "the whole Crafter benchmark as one routine (crafter_program.py): each call does "
+                          "the most urgent useful thing the inventory and the view allow", "play_crafter")
+
+
 def skill_for(name: str) -> CodeAction | None:
     """The hand-written skill of this name, or None (the sub-action then stays with RL)."""
-    return SKILLS.get(name)
+    return SKILLS.get(name) or (PLAY_CRAFTER if name == PLAY_CRAFTER.name else None)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -304,13 +311,19 @@ RL_ONLY: dict[str, tuple[str, str]] = {
                         "dodging its arrows, and hit it until it dies."),
     "wake_up": ("wait_until_tired", "Keep the player safe (away from zombies and lava) until energy drops "
                 "below full, then choose the sleep_when_tired code action."),
-    "crafter": ("survive", "Keep health up over the whole episode: flee or fight zombies and skeletons, "
-                "avoid lava, and choose drink_water, eat_cow and sleep_when_tired when the meters run low."),
+    "crafter": ("survive", "React where the play_crafter routine falls short, from what the image shows: flee or "
+                "fight zombies and skeletons, dodge arrows, keep away from lava, and choose play_crafter whenever it "
+                "can make progress."),
 }
 
 CODE_REASON = ("Once its target or station is in view this is a fixed procedure over the API (walk, face, "
                "act, check the inventory): code does it reliably in a few steps, while RL would need many "
                "samples to learn the same exact action sequence.")
+WHOLE_REASON = ("Crafter's benchmark counts every achievement, and staying alive decides how many: which one "
+                "to pursue next follows from the inventory and the view by fixed rules (drink when thirsty, "
+                "shelter when tired, the next tool of the tech tree), so one routine in code does it; RL learns "
+                "when to act otherwise, from the pixels the routine does not read. No curriculum: the routine "
+                "walks the chain itself, and Crafter's own reward is kept unshaped.")
 RL_REASON = ("Where things are differs in every world and only shows in the image as the agent moves, and "
              "enemies react: that is trial and error, which RL learns and code could only guess.")
 SHAPING = {"collect_wood": ("wood", 0.1), "collect_stone": ("stone", 0.1), "collect_coal": ("coal", 0.1),
@@ -331,12 +344,15 @@ def _code_spec(skill: CodeAction) -> str:
 def reference_plan(task_name: str) -> dict:
     """The hand-written plan of a task, exactly as the slow agent's JSON (validated by its schema)."""
     task = get_task(task_name)
-    if task.achievement is None:  # the whole benchmark: the tech tree, plus staying alive
-        chain = TECH_TREE + ["collect_drink", "eat_cow", "wake_up"]
-        subtasks = list(TECH_TREE)
-    else:
-        chain = list(task.prerequisites) + [task.achievement]
-        subtasks = chain if len(task.prerequisites) >= LONG_CHAIN else []
+    if task.achievement is None:  # the whole benchmark: one routine in code, what it misses left to RL
+        name, spec = RL_ONLY[task.name]
+        return {"task": task.name, "subtasks": [], "subactions": [
+            {"name": PLAY_CRAFTER.name, "how": "code", "reason": WHOLE_REASON,
+             "spec": PLAY_CRAFTER.doc.removeprefix(LABEL) + ". Return True when the call did something useful."},
+            {"name": name, "how": "rl", "spec": spec, "reason": RL_REASON}],
+            "rl_config": {"shaping": {}, "mask_actions": []}}
+    chain = list(task.prerequisites) + [task.achievement]
+    subtasks = chain if len(task.prerequisites) >= LONG_CHAIN else []
     targets = [STEPS[a][0] for a in chain if a in STEPS and STEPS[a][0]]
     subactions = []
     if targets and subtasks and task.achievement:  # a curriculum: one search per sub-task, with its own pull

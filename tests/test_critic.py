@@ -16,7 +16,7 @@ import pytest
 import report
 import sandbox
 import skills
-import slow_agent
+import train
 from code_actions import CodeStats, reuse_skill
 from core import CodeAction, Plan
 from critic import (
@@ -324,7 +324,7 @@ def test_episode_ends_and_lengths_are_counted_over_the_failed_and_the_successful
 
 def test_on_crafter_the_rule_based_critic_acts_on_the_achievements_and_the_deaths():
     plan = reference("crafter")
-    code = [skills.SKILLS[s.name] for s in plan.code_subactions]
+    code = [skills.skill_for(s.name) for s in plan.code_subactions]
     rows = crafter_rows(100, {"collect_wood": 0.95, "place_table": 0.9, "make_wood_pickaxe": 0.8,
                               "collect_stone": 0.7, "make_stone_pickaxe": 0.2}, {"died: thirst": 60, "time limit": 40})
     stats = {**stats_with({}), "task": "crafter", "success_rate": 0.0, "score": crafter_score(rows),
@@ -408,13 +408,15 @@ def test_the_planner_of_an_llm_run_is_offered_no_hand_written_skill_from_the_lib
 
 
 def test_show_prompt_prints_what_the_planner_the_fast_agent_and_the_critic_send(capsys):
-    assert slow_agent.main(["--show-prompt", "--task", "collect_wood"]) == 0
+    """`train.py --show-prompt` builds the messages with the run's own settings, and sends nothing."""
+    assert train.main(["--show-prompt", "--task", "collect_wood", "--num-envs", "4", "--max-macro-steps", "32"]) == 0
     out = capsys.readouterr().out
     parts = re.split(r"========== (planner|fast agent|critic) ==========", out)
     sent = dict(zip(parts[1::2], parts[2::2], strict=True))
     planner, fast, critic = sent["planner"], sent["fast agent"], sent["critic"]
     assert "You are the slow agent" in planner and "chop_tree" in fast and "You are the critic" in critic
-    assert "training episode length (env steps)" in critic and "rollout of 128 decisions in each of 8 envs" in critic
+    assert "training episode length (env steps)" in critic and "rollout of 128 decisions in each of 4 envs" in critic
+    assert "32 environment steps" in fast and "32 environment steps" in planner
     assert '"variants"' not in critic  # an LLM run is offered none, in the prompt or the reply schema
 
 
