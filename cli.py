@@ -89,7 +89,7 @@ def resumed_args(args, cfg: P.PPOConfig, argv: list[str] | None,
                      f"({', '.join(unknown)}): it was written by another version of train.py; start a new run")
     old, now = {**saved["ppo"], **saved["args"]}, {**asdict(cfg), **asdict(args)}
     flag = lambda name: "--" + name.replace("_", "-")
-    given = given_flags(argv, Args, type(cfg)) - {"list_tasks"}
+    given = given_flags(argv, Args, type(cfg)) - {"list_tasks", "show_prompt"}
     fixed = [f"{flag(n)} (the run has {old[n]!r}, not {now[n]!r})" for n in sorted(given - RESUMABLE)
              if n in old and old[n] != now[n]]
     fixed += [f"{flag(n)} may only grow (the run has {old[n]})" for n in ("iterations", "total_steps")

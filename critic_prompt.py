@@ -5,7 +5,7 @@ Every number carries what it is computed over and its n, and is defined in the p
 critic is shown the menus it may choose from (the RL config's, and skills.py's hand-written variants only
 where the run allows hand-written code). slow_agent.SlowAgent.critique sends it and checks the reply.
 
-    python slow_agent.py --show-prompt --task crafter    # these messages, as a run sends them
+    python train.py --task crafter --show-prompt    # these messages, as a run with these settings sends them
 """
 
 from __future__ import annotations

@@ -308,6 +308,12 @@ def record_skills(run: dict, library: Library, stats: CodeStats, task: str, iter
         tqdm.write(f"[iter {iteration}] warning: the skill library could not be written ({e}); the run goes on")
 
 
+def last_code_stats(run: dict, k: int) -> dict:
+    """Each code action's row of the last stats.json, {} before any: a rewrite sees what its code did."""
+    path = run["dir"] / f"iter_{k}" / "stats.json"
+    return json.loads(path.read_text()).get("code_actions", {}) if path.is_file() else {}
+
+
 def record_attempts(attempts: list, it_dir: Path, name: str, iteration: int) -> None:
     """The fast agent's attempts at one sub-action: each in iter_<k>/attempts/, one line per failed one."""
     save_attempts(attempts, it_dir / "attempts", name)

@@ -12,7 +12,7 @@ critic.py. Nothing there is LLM output, and it says so. The critic's Feedback, i
 changes a plan live in critic.py, for both backends.
 
     python slow_agent.py --task collect_diamond      # print the planner's prompt, exactly as sent
-    python slow_agent.py --show-prompt --task crafter  # the planner's, fast agent's and critic's messages
+    python train.py --task crafter --show-prompt     # the planner's, fast agent's and critic's messages
     python skills.py --task collect_diamond          # the hand-written reference plan of that task
 """
 
@@ -285,23 +285,22 @@ class _Recorder:
         raise LLMError("--show-prompt sends nothing")
 
 
-def show_prompts(task: Task, doc: str, hand_written: bool = False) -> str:
+def show_prompts(task: Task, doc: str, settings: dict, hand_written: bool = False) -> str:
     """The planner's, the fast agent's (for the reference plan's first code sub-action) and the critic's
-    messages for `task`, as an LLM run with train.py's default settings sends them first. The critic's
-    carry those settings and, where a run measures something, "not measured" (a run's own numbers are in
+    messages for `task`, as an LLM run with these `settings` (train.py's: total_steps, iterations, num_envs,
+    num_steps, eval_episodes, max_macro_steps) sends them first: `python train.py --show-prompt`. Where a
+    run measures something the critic's read 0 or "not measured" (a run's own numbers are in
     iter_k/stats.json, and every message it sent, with the reply, in llm_transcript.jsonl)."""
     from fast_agent import FastAgent
-    from ppo import PPOConfig
-    from train import Args  # here, not at the top: train.py imports this module
 
-    rec, out, args = _Recorder(), [], Args(task=task.name)
+    rec, out = _Recorder(), []
     plan = Plan.from_dict((skills if is_crafter(task.name) else minedojo_skills).reference_plan(task.name), task)
     sub = plan.code_subactions[0] if plan.code_subactions else None
-    first = args.total_steps // args.iterations
+    first = settings["total_steps"] // settings["iterations"]
     stats = {"task": task.name, "mode": "rlgpt", "iteration": 1, "env_steps": first, "iteration_steps": [0, first],
-             "rollout": {"num_envs": args.num_envs, "num_steps": PPOConfig().num_steps},
-             "eval_episodes": args.eval_episodes, "max_macro_steps": args.max_macro_steps, "success_episodes": 0,
-             "decisions": 0}
+             "rollout": {"num_envs": settings["num_envs"], "num_steps": settings["num_steps"]},
+             "eval_episodes": settings["eval_episodes"], "max_macro_steps": settings["max_macro_steps"],
+             "success_episodes": 0, "decisions": 0}
     written = [CodeAction(s.name, "", "") for s in plan.code_subactions]  # what the fast agent would write
     for what, call in [("planner", lambda: SlowAgent(rec).plan(task, doc)),
                        ("fast agent", lambda: sub and FastAgent(rec, dry_run_task=task.name).write(sub, doc)),
@@ -325,19 +324,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--task", default="collect_wood")
-    parser.add_argument("--show-prompt", action="store_true",
-                        help="print the planner's, the fast agent's and the critic's messages, not only the planner's")
-    parser.add_argument("--hand-written", action="store_true",
-                        help="as train.py --hand-written: the critic is offered skills.py's variants")
     args = parser.parse_args(argv)
     try:
         task = get_task(args.task)
     except ValueError as e:
         parser.error(str(e))
     doc = api_doc(api_for(task.name))
-    if args.show_prompt:
-        print(show_prompts(task, doc, args.hand_written))
-        return 0
     for m in plan_messages(task, doc):
         print(f"----- {m['role']} -----\n{m['content']}")
     return 0

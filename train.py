@@ -53,7 +53,7 @@ from fast_agent import FastAgent
 from llm import LLMError
 from policy import Agent
 from run_dir import IterationTally, save  # save by name: tests patch train.save to stop a run mid-iteration
-from slow_agent import AgentError, SlowAgent
+from slow_agent import AgentError, SlowAgent, show_prompts
 
 
 @dataclass
@@ -84,15 +84,13 @@ class Args:
     device: str = "auto"
     """auto (CUDA when available) | cpu | cuda"""
     threads: int = 1
-    """torch CPU threads; 1 is fastest when the envs step in the same process on a small machine
-    (measured: 2 threads on 2 busy cores made the update 10-40x slower)"""
+    """torch CPU threads; 1 is fastest when the envs step in the same process (2 on 2 busy cores: 10-40x slower)"""
     max_macro_steps: int = 64
     """most env steps one call of a code action may take"""
     eval_episodes: int = 8
     """evaluation episodes after each iteration (fresh worlds, sampled policy)"""
     checkpoint_every: int = 10_000
-    """env steps between checkpoints (a crash loses about this much); written at the first rollout
-    boundary past each multiple, so they never change what is learned"""
+    """env steps between checkpoints (a crash loses about this much), at rollout boundaries: learning is unchanged"""
     capture_video: bool = True
     """write a GIF of one evaluation episode per iteration"""
     track: bool = False
@@ -107,6 +105,8 @@ class Args:
     """a run directory to continue from its last checkpoint"""
     list_tasks: bool = False
     """print the tasks and exit"""
+    show_prompt: bool = False
+    """print the messages the planner, the fast agent and the critic first send with these settings, and exit"""
     hand_written: bool = False
     """let an LLM run use skills.py's hand-written code: the critic may choose its variants, the planner reuse
     its skills from the skill library (labelled hand-written wherever code actions are listed)"""
@@ -170,7 +170,7 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
             examples = run["skills"].related(f"{args.task} {sub.name} {sub.spec}") if run["skills"] else None
             current = next((a for a in library.actions if a.name == library.active.get(sub.name)), None)
             action = fast.write(sub, doc, feedback=fix, examples=examples, current=current,
-                                stats=last_code_stats(run, k).get(current.name) if current else None)
+                                stats=RD.last_code_stats(run, k).get(current.name) if current else None)
             RD.record_attempts(fast.last_attempts, it_dir, sub.name, k + 1)
         if action is None:
             saved = f" (attempts in {it_dir / 'attempts'})" if (it_dir / "attempts").is_dir() else ""
@@ -185,12 +185,6 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
         state["before_change"] = before  # kept only if the next iteration is not worse (critic.rollback_if_worse)
     tqdm.write(f"[iter {k + 1}] plan: {len(plan.subactions)} sub-actions; code actions in use: "
                f"{RD.in_use_text(library)}")
-
-
-def last_code_stats(run: dict, k: int) -> dict:
-    """Each code action's row of the last stats.json, {} before any: a rewrite sees what its code did."""
-    path = run["dir"] / f"iter_{k}" / "stats.json"
-    return json.loads(path.read_text()).get("code_actions", {}) if path.is_file() else {}
 
 
 def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: dict) -> None:
@@ -278,6 +272,11 @@ def main(argv: list[str] | None = None) -> int:
     args, cfg, parser = parse_args(argv)
     if args.list_tasks:
         return E.main(["--list"])
+    if args.show_prompt:  # what an LLM run with these settings sends first; nothing is sent
+        settings = {**asdict(args), "num_steps": cfg.num_steps}
+        print(show_prompts(E.get_task(args.task), api_doc(E.api_for(args.task), args.max_macro_steps), settings,
+                           args.hand_written))
+        return 0
     if args.resume:
         args, cfg = cli.resumed_args(args, cfg, argv, parser)
     cli.validate(args, cfg, parser)
