@@ -2,14 +2,15 @@
 
 sandbox_host.Worker starts this file as a fresh interpreter (`python sandbox_worker.py FD PARENT_PID`,
 one per env, reused for every call) and talks to it over a socket. The worker never sees the env: the
-model's `api` is a stub whose every method call is one round trip to the trainer, arguments going
-out as small JSON and results coming back as plain data. Inside, the model's code runs under the
-budgets below (an iteration and time budget, a depth limit, a memory ceiling, print() to a bounded
-log), checked where sandbox.compile_action compiled checks into it, in a thread with a large C stack;
-its result and its exception text become small plain values in this process, and whatever it built
-is freed here too. What these budgets cannot stop (one C call that runs for minutes, a crash of the
-interpreter) the trainer stops by killing this process, and the address-space limit set at start-up
-turns a runaway allocation into a MemoryError.
+model's `api` is a stub: a method call is one round trip to the trainer, arguments going out as small
+JSON and results coming back as plain data, except a call repeated before the next env step and the
+state reads the trainer sends ahead with its replies, which the stub answers itself. Inside, the
+model's code runs under the budgets below (an iteration and time budget, a depth limit, a memory
+ceiling, print() to a bounded log), checked where sandbox.compile_action compiled checks into it, in a
+thread with a large C stack; its result and its exception text become small plain values in this
+process, and whatever it built is freed here too. What these budgets cannot stop (one C call that
+runs for minutes, a crash of the interpreter) the trainer stops by killing this process, and the
+address-space limit set at start-up turns a runaway allocation into a MemoryError.
 
 Messages: trainer -> worker are pickles (trusted); worker -> trainer are JSON (the trainer must not
 unpickle what code it does not trust may have written):
