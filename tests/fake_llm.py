@@ -24,6 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from llm import LLMClient
+
 
 @dataclass
 class Fault:
@@ -195,3 +197,17 @@ class FakeLLMServer:
                 pass
 
         return Handler
+
+
+def client(srv: FakeLLMServer, vision: bool = False) -> LLMClient:
+    """The project's client on this server: no retries, no back-off sleeps."""
+    return LLMClient(srv.url, "fake", max_retries=0, vision=vision, sleep=lambda s: None)
+
+
+def text_of(request) -> str:
+    """Every text part of every message of one request, images left out."""
+    out = []
+    for m in request.json["messages"]:
+        content = m["content"]
+        out += [content] if isinstance(content, str) else [p.get("text", "") for p in content]
+    return "\n".join(out)

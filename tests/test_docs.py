@@ -3,6 +3,8 @@ it names one, by GitHub's anchor rules), every docs page is reachable from the R
 short enough to read in a few minutes."""
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -89,3 +91,10 @@ def test_the_checker_finds_a_missing_file_or_anchor_and_ignores_code(tmp_path):
         "README.md: docs/b.md (no such file)",
         "README.md: docs/a.md#the-llm-flag (no heading with that anchor in a.md)",
         "README.md: docs/x.png (no such file)"]
+
+
+def test_the_readme_and_results_page_match_bench_results():
+    """The generated tables are what `python -m bench.ablation --table` writes from bench/results/ now."""
+    done = subprocess.run([sys.executable, "-m", "bench.ablation", "--check"], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
