@@ -32,10 +32,16 @@ class Library:
     actions: list[E.CodeAction] = field(default_factory=list)
     active: dict[str, str] = field(default_factory=dict)  # sub-action name -> code action name in use
 
-    def add(self, sub: str, action: E.CodeAction) -> E.CodeAction:
-        """A rewritten sub-action gets a new versioned name; its old version stays, masked."""
-        current = next((a for a in self.actions if a.name == self.active.get(sub)), None)
-        if current is not None and current.source == action.source:
+    def current(self, sub: str) -> E.CodeAction | None:
+        """The code action in use for sub-action `sub`, if any."""
+        return next((a for a in self.actions if a.name == self.active.get(sub)), None)
+
+    def add(self, sub: str, action: E.CodeAction, initiation: dict | None = None) -> E.CodeAction:
+        """A rewritten sub-action gets a new versioned name; its old version stays, masked. `initiation` (the
+        plan's, for this sub-action) is part of the code action: a new one alone makes a new version."""
+        action = dataclasses.replace(action, initiation=dict(initiation or {}))
+        current = self.current(sub)
+        if current is not None and (current.source, current.initiation) == (action.source, action.initiation):
             return current  # the "rewrite" changed nothing: keep the action the agent already knows
         taken = {a.name for a in self.actions}
         name, v = sub, 1
@@ -158,7 +164,7 @@ def evaluate(agent: Agent, args, library: Library, mask: np.ndarray, iteration: 
     results, rows, first_frames, failed_frames = [], [], None, None
     for ep in range(args.eval_episodes):
         seed = None if E.is_crafter(args.task) else 10_000_000 + 1000 * args.seed + 100 * iteration + ep
-        obs, _ = env.reset(seed=seed)
+        obs, info = env.reset(seed=seed)
         done = False
         while not done:
             if fixed_action is not None:
@@ -166,7 +172,8 @@ def evaluate(agent: Agent, args, library: Library, mask: np.ndarray, iteration: 
             else:
                 with torch.no_grad():
                     t = {k: torch.as_tensor(v[None], device=device) for k, v in obs.items()}
-                    m = torch.as_tensor(mask[None], device=device)
+                    allowed = mask & info["action_mask"] if "action_mask" in info else mask  # as in training
+                    m = torch.as_tensor(allowed[None], device=device)
                     action = int(agent.get_action_and_value(t, mask=m)[0].item())
             obs, _, terminated, truncated, info = env.step(action)
             done = terminated or truncated

@@ -36,6 +36,7 @@ class Task:
     actions: tuple[str, ...] = ()  # the backend's base action names, index = action id
     items: tuple[str, ...] = ()  # the inventory entries of the backend's observation (the shaping menu)
     milestones: tuple[str, ...] = ()  # what a sub-task of the plan's chain may be: each has its own success test
+    cells: tuple[str, ...] = ()  # what the API's view can name (an initiation's "in_view"); () for a game without one
 
 
 def unknown_task(name: str, known: list[str], listing: str) -> ValueError:
@@ -126,10 +127,21 @@ class CodeAction:
     doc: str = ""
     entry: str = ""  # the function to call; defaults to `name`
     replaces: str = ""  # the code action this one rewrites (v1 of a v2): PPO starts it from that one's logits
+    initiation: dict = field(default_factory=dict, hash=False)  # where it may start (can_start); {}: anywhere
 
     @property
     def function(self) -> str:
         return self.entry or self.name
+
+
+def can_start(initiation: dict, inventory: dict[str, int], visible: set[str] | None) -> bool:
+    """A code action's initiation condition (the options framework's initiation set): every item of
+    "inventory" held at least that many times, every name of "in_view" somewhere in view (`visible`; None
+    for a game whose API has no view, where the plan may not ask for it). The policy may choose the action
+    only where this holds: a call that could not start would cost a decision and a step for nothing."""
+    if any(inventory.get(item, 0) < n for item, n in initiation.get("inventory", {}).items()):
+        return False
+    return visible is None or all(name in visible for name in initiation.get("in_view", []))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -150,6 +162,7 @@ class SubAction:
     subtask: str = ""  # the sub-task of the plan's chain it serves ("": the task as a whole)
     rl_config: dict = field(default_factory=dict)  # an "rl" sub-action's own menu (shaping, mask_actions),
     # used on top of the plan's while its sub-task is the one being trained (see curriculum.py)
+    initiation: dict = field(default_factory=dict)  # a "code" sub-action's: where it may start (can_start)
 
 
 @dataclass
@@ -175,7 +188,8 @@ class Plan:
         rl = d.get("rl_config") or {}
         plan = cls(task=str(d.get("task", "")), subtasks=[str(s) for s in d.get("subtasks", [])],
                    subactions=[SubAction(**{k: s.get(k, "") for k in ("name", "how", "spec", "reason", "subtask")},
-                                         reuse=s.get("reuse", False), rl_config=dict(s.get("rl_config") or {}))
+                                         reuse=s.get("reuse", False), rl_config=dict(s.get("rl_config") or {}),
+                                         initiation=dict(s.get("initiation") or {}))
                                for s in d.get("subactions", [])],
                    rl_config={"shaping": dict(rl.get("shaping", {})),
                               "mask_actions": list(rl.get("mask_actions", []))})
@@ -209,9 +223,34 @@ def _plan_problems(plan: Plan, task: Task | None) -> list[str]:
         if s.rl_config and s.how != "rl":
             out.append(f"sub-action {s.name!r} has an rl_config; only an \"rl\" sub-action may")
         out += _menu_problems(s.rl_config, f"{s.name}.rl_config", task)
+        out += _initiation_problems(s, task)
     if task is not None and task.milestones:
         out += [f"subtask {t!r} has no success test; sub-tasks are chosen from {list(task.milestones)}"
                 for t in plan.subtasks if t not in task.milestones]
+    return out
+
+
+def _initiation_problems(s: SubAction, task: Task | None) -> list[str]:
+    """What is wrong with a sub-action's initiation: only a "code" one has it; "inventory" counts of known
+    items (at least 1), "in_view" names the game's view shows (a game without a view offers only inventory)."""
+    init, where = s.initiation, f"{s.name}.initiation"
+    if not init:
+        return []
+    if s.how != "code":
+        return [f"sub-action {s.name!r} has an initiation; only a \"code\" sub-action may"]
+    keys = ("inventory", "in_view") if task is None or task.cells else ("inventory",)
+    out = [f"{where}.{k} is not on the menu (only {', '.join(keys)})" for k in init if k not in keys]
+    inventory, in_view = init.get("inventory", {}), init.get("in_view", [])
+    if not isinstance(inventory, dict) or not isinstance(in_view, list):
+        return out + [f"{where}: inventory must be an object of item: count and in_view a list of names"]
+    for item, n in inventory.items():
+        if task is not None and item not in task.items:
+            out.append(f"{where}.inventory: {item!r} is not an inventory item; choose from {list(task.items)}")
+        elif isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            out.append(f"{where}.inventory[{item!r}] = {n!r} must be a whole number of at least 1")
+    if task is not None and task.cells:
+        out += [f"{where}.in_view: {name!r} is not a cell name; choose from {list(task.cells)}"
+                for name in in_view if name not in task.cells]
     return out
 
 

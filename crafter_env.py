@@ -17,7 +17,7 @@ import gymnasium as gym
 import numpy as np
 
 import fastcrafter
-from core import PrimitiveAPI
+from core import PrimitiveAPI, can_start
 from crafter_tasks import ACHIEVEMENTS, ACTIONS, ALIASES, ITEMS, TASKS, get_task, recipe_table  # noqa: F401
 
 DIRECTIONS = {"left": (-1, 0), "right": (1, 0), "up": (0, -1), "down": (0, 1)}
@@ -186,6 +186,15 @@ class CrafterEnv(gym.Env):
         if self.frames is not None:
             self.frames.append(image)
         return self._obs(image), reward, terminated, truncated, info
+
+    def can_start(self, initiation: dict) -> bool:
+        """Whether a code action with this initiation may start now (core.can_start; the view as the API
+        sees it, read only when the initiation asks for it)."""
+        visible = None
+        if initiation.get("in_view"):
+            world, (x, y) = self._crafter._world, self._crafter._player.pos.tolist()
+            visible = {_name(*world[x + dx, y + dy]) for dx in range(-4, 5) for dy in range(-3, 4)}
+        return can_start(initiation, self._crafter._player.inventory, visible)
 
     def stats_row(self) -> dict:
         """The episode so far as one row of Crafter's Recorder format (length, reward, achievement_*),

@@ -14,6 +14,8 @@ from core import Task, unknown_task
 ACTIONS: list[str] = list(C.actions)  # Crafter's 17 primitive actions, index = action id
 ITEMS: list[str] = list(C.items)  # the 16 inventory entries, in observation order
 ACHIEVEMENTS: list[str] = list(C.achievements)  # the 22 achievements of the benchmark
+CREATURES = ["cow", "zombie", "skeleton", "arrow", "plant", "ripe_plant"]  # named in the view over their cell
+CELLS: list[str] = list(C.materials) + CREATURES  # what CrafterAPI.view() can name (besides player, unknown)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -93,7 +95,7 @@ ALIASES = {"harvest_log": "collect_wood", "craft_crafting_table": "place_table",
 def _task(name: str, achievement: str | None, max_steps: int, chain: tuple[str, ...], description: str) -> Task:
     """A Crafter task; its sub-tasks (the planner's chain) are achievements, each its own success test."""
     return Task(name, achievement, max_steps, chain, description, tuple(ACTIONS), tuple(ITEMS),
-                tuple(ACHIEVEMENTS))
+                tuple(ACHIEVEMENTS), tuple(CELLS))
 
 
 TASKS: dict[str, Task] = {row[0]: _task(row[0], row[0], *row[1:]) for row in _TASK_ROWS}

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 
 import gymnasium as gym
+import numpy as np
 
 import crafter_env
 import minedojo_env
@@ -70,6 +71,9 @@ def api_for(task: str) -> type[PrimitiveAPI]:
 class CodeActions(gym.Wrapper):
     """Appends K code actions to the action space: action `n_base + k` runs code action k once.
 
+    A code action with an initiation condition may start only where it holds: info["action_mask"] (after
+    every reset and step) says which actions the next decision may choose, and PPO masks the rest.
+
     The code runs in this env's sandbox worker process (sandbox_host.Worker, started on the first
     code action) against the primitive API for at most `max_macro_steps` real environment steps. The
     transition reports `prim_steps` (k of the semi-MDP), whether the code returned True, the reward
@@ -101,12 +105,30 @@ class CodeActions(gym.Wrapper):
         self.code_actions = code_actions  # compiled (and checked) in the worker, on first use
         self.action_space = gym.spaces.Discrete(self.n_base + len(self.code_actions))
 
+    def action_mask(self) -> np.ndarray | None:
+        """Which actions may start now ((n_base + K,) bool): every base action, and each code action whose
+        initiation holds in the current state (the backend's can_start; an action without one, always).
+        None while no code action has an initiation, so runs without them are exactly as before."""
+        if not any(a.initiation for a in self.code_actions):
+            return None
+        ok = [not a.initiation or self.env.unwrapped.can_start(a.initiation) for a in self.code_actions]
+        return np.array([True] * self.n_base + ok, dtype=bool)
+
+    def _with_mask(self, info: dict) -> dict:
+        """The info of a reset or a step, with the next decision's action mask when there is one."""
+        mask = self.action_mask()
+        return info if mask is None else dict(info, action_mask=mask)
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        return obs, self._with_mask(info)
+
     def step(self, action):
         action = int(action)
         if action < self.n_base:
             obs, reward, terminated, truncated, info = self.env.step(action)
             info.update(code_action=-1, code_ok=False, code_error="", code_reward=0.0)
-            return obs, reward, terminated, truncated, info
+            return obs, reward, terminated, truncated, self._with_mask(info)
         k = action - self.n_base
         api = self.env.unwrapped.make_api(self.max_macro_steps, self.gamma)
         code = self.code_actions[k]
@@ -120,7 +142,7 @@ class CodeActions(gym.Wrapper):
         ok = result.returned is True or bool(info.get("success"))  # the task solved inside counts as done
         info = dict(info, prim_steps=api._steps, code_action=k, code_ok=ok,
                     code_error=result.error or _stop_reason(result.stopped), code_reward=api._earned)
-        return obs, api._reward, terminated, truncated, info
+        return obs, api._reward, terminated, truncated, self._with_mask(info)
 
     def close(self) -> None:
         self.sandbox.close()

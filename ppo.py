@@ -113,6 +113,22 @@ def _as_mask(action_mask: np.ndarray | None, n_env: int, n_act: int, dev: torch.
     return mask
 
 
+def _call(envs: gym.vector.VectorEnv, name: str) -> tuple:
+    """envs.call(name), or (None,) for envs that lack it (a plain env without env.CodeActions)."""
+    try:
+        return envs.call(name)
+    except AttributeError:
+        return (None,)
+
+
+def _env_mask(per_env: list | tuple, dev: torch.device) -> torch.Tensor | None:
+    """The envs' own action masks ((n_env, n_act): CodeActions.action_mask, stacked) or None where the envs
+    have none (no code action with an initiation): from envs.call("action_mask") or a step's infos."""
+    if any(m is None for m in per_env):
+        return None
+    return torch.as_tensor(np.vstack(per_env), dtype=torch.bool, device=dev)
+
+
 def step_info(infos: dict, key: str, default, n: int) -> np.ndarray:
     """One value of `key` per env for this vector step, whether its episode went on (`infos`, with a
     `_key` mask) or just ended (same-step autoreset moves that step's info to infos["final_info"])."""
@@ -189,7 +205,8 @@ class PPO:
         if envs is not self.envs:  # a new env: its first episodes; its own seeds decide the worlds
             self.envs, self.next_obs = envs, self._to_tensor(envs.reset()[0])
         D.broadcast_weights(agent)  # after extend() or a resume: every rank continues from rank 0's weights
-        mask = _as_mask(action_mask, n_env, n_act, dev)
+        mask = _as_mask(action_mask, n_env, n_act, dev)  # the plan's, the same in every state
+        env_mask = _env_mask(_call(envs, "action_mask"), dev)  # code actions' initiation conditions, per state
 
         # storage (T, N, ...): what the agent computes stays on the device, what the envs return in NumPy
         space = envs.single_observation_space
@@ -200,6 +217,7 @@ class PPO:
             obs_buf = torch.zeros((T, n_env, *space.shape), dtype=torch.float32, device=dev)
         actions, logprobs, values, next_values = (torch.zeros((T, n_env), device=dev) for _ in range(4))
         rewards, terminated, dones, k_steps = (np.zeros((T, n_env), np.float32) for _ in range(4))
+        masks = torch.ones((T, n_env, n_act), dtype=torch.bool, device=dev)  # what each decision could choose
 
         start_step, t0 = self.global_step, time.time()
         episodes: list[tuple[float, int, float]] = []
@@ -213,13 +231,18 @@ class PPO:
                         obs_buf[k][t] = self.next_obs[k]
                 else:
                     obs_buf[t] = self.next_obs
-                action, logprob, value = agent.act(self.next_obs, mask)
+                step_mask = mask if env_mask is None else env_mask if mask is None else mask & env_mask
+                if step_mask is not None:
+                    masks[t] = step_mask  # the update scores each action under the mask it was chosen under
+                action, logprob, value = agent.act(self.next_obs, step_mask)
                 actions[t], logprobs[t], values[t] = action, logprob, value
                 act_np = action.cpu().numpy()  # the one wait for the GPU per vector step
                 obs, reward, term, trunc, infos = envs.step(act_np)
                 final = infos.get("final_info", {})
                 k_steps[t] = step_info(infos, "prim_steps", 1, n_env)
                 self.next_obs = self._to_tensor(obs)
+                if "action_mask" in infos:
+                    env_mask = _env_mask([infos["action_mask"]], dev)
                 rewards[t], terminated[t], dones[t] = reward, term, term | trunc
                 trunc_only = np.flatnonzero(trunc & ~term)
                 if len(trunc_only):  # bootstrap truncated episodes from their real last observation
@@ -255,7 +278,9 @@ class PPO:
                 advantages, returns = compute_gae(host(rewards), cut(values), cut(next_values), host(terminated),
                                                   done, host(k_steps), cfg.gamma, cfg.gae_lambda)
             obs_used = {k: cut(v) for k, v in obs_buf.items()} if isinstance(obs_buf, dict) else cut(obs_buf)
-            metrics = self._update(obs_used, cut(actions).long(), cut(logprobs), cut(values), advantages, returns, mask)
+            masked = mask is not None or env_mask is not None
+            metrics = self._update(obs_used, cut(actions).long(), cut(logprobs), cut(values), advantages, returns,
+                                   cut(masks) if masked else None)
             episodes[n_before:] = D.all_gather(episodes[n_before:])
             if on_log is not None:
                 new = episodes[n_before:]
@@ -282,8 +307,9 @@ class PPO:
                 "sps": (self.global_step - start_step) / (time.time() - t0)}
 
     def _update(self, obs_buf: Obs, actions, logprobs, values, advantages, returns,
-                mask: torch.Tensor | None) -> dict:
-        """PPO epochs over the flattened rollout; returns CleanRL-named loss metrics."""
+                masks: torch.Tensor | None) -> dict:
+        """PPO epochs over the flattened rollout (`masks`: (T, N, n_act), what each decision could choose);
+        returns CleanRL-named loss metrics."""
         cfg, agent = self.cfg, self.agent
         T, n_env = actions.shape
         B = T * n_env
@@ -291,6 +317,7 @@ class PPO:
         b_obs = {k: flat(v) for k, v in obs_buf.items()} if isinstance(obs_buf, dict) else flat(obs_buf)
         b_actions, b_logprobs, b_values = flat(actions), flat(logprobs), flat(values)
         b_adv, b_returns = flat(advantages), flat(returns)
+        b_masks = None if masks is None else flat(masks)
         mb_size = max(1, B // cfg.num_minibatches)  # a budget-cut last rollout can be tiny
         clipfracs, approx_kl, old_approx_kl = [], torch.zeros(()), torch.zeros(())
         for _ in range(cfg.update_epochs):
@@ -299,7 +326,7 @@ class PPO:
                 idx = perm[start:start + mb_size]
                 take = lambda v, idx=idx: v.index_select(0, idx)  # ~15x faster than v[idx] on uint8 images here
                 mb_obs = {k: take(v) for k, v in b_obs.items()} if isinstance(b_obs, dict) else take(b_obs)
-                mb_mask = None if mask is None else mask[idx % n_env]  # row b = t * N + env
+                mb_mask = None if b_masks is None else b_masks[idx]
                 _, newlogprob, entropy, newvalue = agent.get_action_and_value(mb_obs, b_actions[idx], mb_mask,
                                                                                bf16=self.bf16)
                 logratio = newlogprob - b_logprobs[idx]

@@ -60,14 +60,24 @@ Reply with JSON:
 - "subtasks": {subtasks_rule}
 - "subactions": 1 to {max_subactions} items {{"name": unique snake_case name, "how": "code" or "rl", \
 "spec": one paragraph saying what it must do and when it has succeeded, "reason": why code or rl; \
-optionally "subtask": the sub-task (from "subtasks") it serves, and for an "rl" sub-action its own \
-"rl_config" (same menu as below), used on top of the plan's while that sub-task is being trained}}.
+optionally "subtask": the sub-task (from "subtasks") it serves, for an "rl" sub-action its own \
+"rl_config" (same menu as below), used on top of the plan's while that sub-task is being trained, and \
+for a "code" sub-action its "initiation": {initiation}}}.
 - "rl_config": only from this menu: "shaping": {{inventory item: reward per unit gained, {lo} to {hi}}} \
 with items from {items}; "mask_actions": base actions the RL agent never needs for this task.
 A "code" sub-action's spec is all its code writer reads, with the API doc above and an example: it never \
 sees the other sub-actions, their specs or their code, so each spec must stand alone (never "as X does"). \
 Its success test must be observable through the API (an inventory count, what view() or in_front() \
-shows), and what it asks must fit in one call's step budget (see "How a code action runs")."""
+shows), and what it asks must fit in one call's step budget (see "How a code action runs").
+An "initiation" says where a code sub-action can start (the options framework's initiation set): the RL \
+agent may choose it only in states where every condition holds, checked before each of its decisions; \
+without one it may be chosen anywhere. A call that cannot do its job still costs a decision and at least \
+one step, so give the conditions it certainly needs (e.g. a recipe's materials held, its station in \
+view), never one that would hide a state where it could succeed."""
+
+INITIATION_VIEW = ('{{"inventory": {{item: held at least this many}}, "in_view": [names that must all be in the '
+                   'view: {cells}]}}, each part optional')
+INITIATION_INVENTORY = '{{"inventory": {{item: held at least this many}}}} (this game\'s API has no view to test)'
 
 SUBTASKS_LONG = ("this task has a long prerequisite chain, so first list the chain of sub-tasks that "
                  "reaches it, in order, ending with the task itself; then give sub-actions that serve them. ")
@@ -118,7 +128,9 @@ PLAN_SCHEMA = {"type": "object", "required": ["subtasks", "subactions", "rl_conf
         "type": "object", "required": ["name", "how", "spec", "reason"],
         "properties": {"name": _STR, "how": {"enum": ["code", "rl"]}, "spec": _STR, "reason": _STR,
                        "reuse": {"type": "boolean"}, "subtask": _STR,
-                       "rl_config": {"type": "object"}}}},
+                       "rl_config": {"type": "object"}, "initiation": {"type": "object", "properties": {
+                           "inventory": {"type": "object", "additionalProperties": {"type": "integer"}},
+                           "in_view": _STRS}}}}},
     "rl_config": {"type": "object", "properties": {
         "shaping": {"type": "object", "additionalProperties": {"type": "number"}}, "mask_actions": _STRS}}}}
 
@@ -228,7 +240,8 @@ def plan_messages(task: Task, env_doc: str, feedback: Feedback | None = None,
         task=task.name, description=task.description, chain=" -> ".join(task.prerequisites) or "none",
         api_doc=env_doc, actions=", ".join(task.actions), max_subactions=MAX_SUBACTIONS, subtasks_rule=rule,
         milestones=", ".join(task.milestones) or "none",
-        lo=SHAPING_RANGE[0], hi=SHAPING_RANGE[1], items=", ".join(task.items))
+        lo=SHAPING_RANGE[0], hi=SHAPING_RANGE[1], items=", ".join(task.items),
+        initiation=(INITIATION_VIEW if task.cells else INITIATION_INVENTORY).format(cells=", ".join(task.cells)))
     if library:
         text += LIBRARY_NOTE.format(skills="\n".join(f"- {name}: {line}" for name, line in library.items()))
     if feedback is not None:

@@ -153,8 +153,9 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
     for sub in subs:
         fix = feedback.fixes.get(sub.name) if feedback else None
         variant = feedback.variants.get(sub.name) if feedback else None
-        if sub.name in library.active and not fix and not variant:
-            continue  # accepted before and the critic is happy with it
+        if sub.name in library.active and not fix and not variant:  # accepted, and the critic is happy with it
+            library.add(sub.name, library.current(sub.name), sub.initiation)  # (a new initiation: a new version)
+            continue
         if args.mode == "code" and run["llm"] is None:  # (every branch sets `action`)
             programs = skills if E.is_crafter(args.task) else minedojo_skills
             action = programs.whole_task_program(args.task, args.max_macro_steps)
@@ -168,7 +169,7 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
             if run["llm"] is not None:
                 tqdm.write(f"[iter {k + 1}] asking the fast agent to write {sub.name!r} ...")
             examples = run["skills"].related(f"{args.task} {sub.name} {sub.spec}") if run["skills"] else None
-            current = next((a for a in library.actions if a.name == library.active.get(sub.name)), None)
+            current = library.current(sub.name)
             action = fast.write(sub, doc, feedback=fix, examples=examples, current=current,
                                 stats=RD.last_code_stats(run, k).get(current.name) if current else None)
             RD.record_attempts(fast.last_attempts, it_dir, sub.name, k + 1)
@@ -177,7 +178,7 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
             tqdm.write(f"[iter {k + 1}] no working code for {sub.name!r}: it is left to RL{saved}")
             library.active.pop(sub.name, None)
             continue
-        action = library.add(sub.name, action)
+        action = library.add(sub.name, action, sub.initiation)
         (it_dir / "skills" / f"{action.name}.py").write_text(action.source)
     for name in [n for n in library.active if n not in {s.name for s in subs}]:
         library.active.pop(name)  # the plan moved it to RL: masked from now on
@@ -206,8 +207,7 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
         return library.mask(base_actions, rl_config.get("mask_actions", []))
 
     mask = configure()
-    program = n_base + library.actions.index(
-        next(a for a in library.actions if a.name == library.active["solve_task"])) \
+    program = n_base + library.actions.index(library.current("solve_task")) \
         if args.mode == "code" and "solve_task" in library.active else None
     start, target = args.total_steps * k // args.iterations, args.total_steps * (k + 1) // args.iterations
     tally = IterationTally(run, library, state.pop("progress", None), total=target - start,

@@ -66,6 +66,18 @@ BAD_PLANS = {
     "weight too big": ({"rl_config": {"shaping": {"wood": 50}}}, "must be a number from 0.0 to 1.0"),
     "unknown action": ({"rl_config": {"mask_actions": ["jump"]}}, "'jump' is not a base action"),
     "free code": ({"rl_config": {"reward_fn": "lambda obs: 1"}}, "rl_config.reward_fn is not on the menu"),
+    "initiation on rl": ({"subactions": [{"name": "explore", "how": "rl", "spec": "a", "reason": "",
+                                          "initiation": {"inventory": {"wood": 1}}}]},
+                         "sub-action 'explore' has an initiation; only a \"code\" sub-action may"),
+    "initiation item": ({"subactions": [{"name": "chop", "how": "code", "spec": "a", "reason": "",
+                                         "initiation": {"inventory": {"logs": 1}}}]},
+                        "chop.initiation.inventory: 'logs' is not an inventory item"),
+    "initiation cell": ({"subactions": [{"name": "chop", "how": "code", "spec": "a", "reason": "",
+                                         "initiation": {"in_view": ["oak"]}}]},
+                        "chop.initiation.in_view: 'oak' is not a cell name"),
+    "initiation key": ({"subactions": [{"name": "chop", "how": "code", "spec": "a", "reason": "",
+                                        "initiation": {"health_below": 3}}]},
+                       "chop.initiation.health_below is not on the menu (only inventory, in_view)"),
 }
 
 

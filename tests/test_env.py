@@ -316,3 +316,30 @@ def test_the_doc_names_every_inventory_key_and_says_what_a_call_costs():
     env.close()
     assert "when it has taken 100 environment steps" in doc and "charged one noop step" in doc
     assert "each call is one of the agent's decisions" in doc and "Nothing is kept from one call to the next" in doc
+
+
+def test_a_code_actions_initiation_masks_it_where_it_cannot_start():
+    """info["action_mask"] after reset and every step: base actions always, a code action only where its
+    initiation holds (make_wood_pickaxe: 1 wood held and a table in view), one without an initiation always."""
+    import skills
+
+    make = E.CodeAction("make_wood_pickaxe", skills.SKILLS["make_wood_pickaxe"].source, entry="make_wood_pickaxe",
+                        initiation={"inventory": {"wood": 1}, "in_view": ["table"]})
+    env = E.make_env("make_wood_pickaxe", 0, code_actions=[make, code("wait", "    api.noop()\n    return True")])
+    _, info = env.reset(seed=0)
+    n = len(E.ACTIONS)
+    assert info["action_mask"].tolist() == [True] * n + [False, True]  # no wood, no table
+    world, player = env.unwrapped._crafter._world, env.unwrapped._crafter._player
+    player.inventory["wood"] = 1
+    _, _, _, _, info = env.step(0)
+    assert info["action_mask"][n] == False  # noqa: E712 (wood, but no table in view)
+    world[player.pos + np.array([2, 0])] = "table"
+    _, _, _, _, info = env.step(0)
+    assert info["action_mask"][n] == True  # noqa: E712
+    player.inventory["wood"] = 0
+    _, _, _, _, info = env.step(n + 1)  # a code action's step reports the mask too
+    assert info["action_mask"].tolist() == [True] * n + [False, True]
+    plain = E.make_env("make_wood_pickaxe", 0, code_actions=[skills.SKILLS["chop_tree"]])
+    assert "action_mask" not in plain.reset(seed=0)[1]  # no initiation anywhere: no mask, as before
+    env.close()
+    plain.close()

@@ -391,6 +391,44 @@ def test_masked_actions_never_sampled_and_get_no_gradient():
     assert env_mask[np.arange(2), taken].all()
 
 
+class GatedToyEnv(ToyEnv):
+    """ToyEnv whose action 2 may start only on even decisions of an episode (a code action's initiation
+    condition, as env.CodeActions reports it: action_mask() and info["action_mask"] after reset and step).
+    It counts each action by whether its state allowed it."""
+
+    def action_mask(self):
+        return np.array([True, True, self.t % 2 == 0, True, True])
+
+    def reset(self, *, seed=None, options=None):
+        obs, info = super().reset(seed=seed, options=options)
+        self.counts = getattr(self, "counts", {"gated_taken": 0, "not_allowed": 0, "gate_shut": 0})
+        return obs, dict(info, action_mask=self.action_mask())
+
+    def step(self, action):
+        allowed = self.action_mask()
+        self.counts["not_allowed"] += not allowed[action]
+        self.counts["gated_taken"] += action == 2
+        self.counts["gate_shut"] += not allowed[2]
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, reward, terminated, truncated, dict(info, action_mask=self.action_mask())
+
+
+def test_state_dependent_mask_is_obeyed_and_the_update_scores_under_it():
+    """Each decision obeys the mask of its own state, and the update scores it under that same mask: with one
+    minibatch and one epoch the policy has not moved, so the ratio is 1 (scoring under another mask is not)."""
+    seed_everything(2)
+    envs = gym.vector.SyncVectorEnv([GatedToyEnv for _ in range(4)], autoreset_mode=SAME_STEP)
+    agent = Agent(envs.single_observation_space, 5)
+    with torch.no_grad():
+        agent.actor[-1].bias.copy_(torch.tensor([0.0, 0.0, 3.0, 0.0, 0.0]))  # the gated action favoured
+    logs = []
+    PPO(agent, PPOConfig(num_steps=16, num_minibatches=1, update_epochs=1)).train(
+        envs, 64, on_log=lambda m, step: logs.append(m))  # 64 env steps: within one rollout, one update
+    counts = {k: sum(c[k] for c in envs.get_attr("counts")) for k in ("gated_taken", "not_allowed", "gate_shut")}
+    assert counts["not_allowed"] == 0 and counts["gated_taken"] > 0 and counts["gate_shut"] > 0, counts
+    assert abs(logs[0]["losses/approx_kl"]) < 1e-6 and logs[0]["losses/clipfrac"] == 0.0
+
+
 def _run_and_record(ppo: PPO, envs, steps: int):
     logs, actions = [], []
     ppo.train(envs, steps, on_log=lambda m, s: logs.append((m["losses/policy_loss"], m["losses/value_loss"],
