@@ -10,7 +10,7 @@
     python -m bench.ablation -- --num-envs 16                # anything after -- goes to every train.py run
 
 Run it from the repo root as a module (as above). A cell is (task, mode, seed, env-step budget). Its run
-is `train.py` in a subprocess (`--jobs` at a time, default 1), in bench/out/ablation/v<its mode's
+is `train.py` in a subprocess (`--jobs` at a time, default 1), in bench/out/ablation/v<its results
 version>/<cell>/ (git-ignored; an interrupted run is continued with --resume). Its result, a few kB read
 from the run's logs, is written atomically to bench/results/<cell>.json the moment it finishes, to be
 committed with the code. A cell with a current result never runs again; a cell whose run directory holds
@@ -53,6 +53,7 @@ from bench.grid import (
     grid,
     is_current,
     read_result,
+    results_version,
     slowloop_grid,
 )
 from bench.results_table import table
@@ -100,15 +101,27 @@ def curve(eps: list[tuple[int, dict]], cell: Cell) -> list[dict]:
     return points
 
 
+def episode_length(rows: list[dict], iteration: int) -> dict:
+    """The mean length (primitive env steps) of the training episodes that finished in `iteration` and
+    their count n, from their own stats.jsonl rows (each names the iteration it ended in), not from
+    iter_k/stats.json's rounded summary; None with n = 0. On crafter an episode ends at death or the time
+    limit, so the mean is how long the agent survives; on a single-goal task, success ends it too."""
+    lengths = [r["length"] for r in rows if r.get("iteration") == iteration]
+    return {"mean": round(float(np.mean(lengths)), 1) if lengths else None, "n": len(lengths)}
+
+
 def iterations(run_dir: Path) -> list[dict]:
-    """Per iteration: its training success, what its code actions did (calls, success, commonest error),
-    the critic's summary and decisions after it, and whether the previous decisions were kept or rolled
-    back (train.log's "[iter k] the critic's change" line), from iter_k/stats.json, iter_k/feedback.json
-    and train.log, so the results' "why" and the slow loop's effect can be written from this file."""
+    """Per iteration: its training success and mean episode length, what its code actions did (calls,
+    success, commonest error), the critic's summary and decisions after it, and whether the previous
+    decisions were kept or rolled back (train.log's "[iter k] the critic's change" line), from
+    iter_k/stats.json, stats.jsonl, iter_k/feedback.json and train.log, so the results' "why" and the slow
+    loop's effect can be written from this file."""
     log = (run_dir / "train.log").read_text(errors="replace") if (run_dir / "train.log").is_file() else ""
+    rows = report.read_jsonl(run_dir / "stats.jsonl")
     changes = {int(k): why[:200] for k, why in re.findall(r"^\[iter (\d+)\] the critic's change: (.*)$", log, re.M)}
     out = []
-    for path in sorted(run_dir.glob("iter_*/stats.json"), key=lambda p: int(p.parent.name.split("_")[1])):
+    # k: iter_k's number, 1-based as the stats rows name the iteration they ended in
+    for k, path in sorted((int(p.parent.name.split("_")[1]), p) for p in run_dir.glob("iter_*/stats.json")):
         stats, feedback = json.loads(path.read_text()), path.parent / "feedback.json"
         actions = {name: {"chosen": row["chosen"], "success_rate": row["success_rate"],
                           "error": str(row["errors"][0][0])[:120] if row.get("errors") else None,
@@ -117,6 +130,7 @@ def iterations(run_dir: Path) -> list[dict]:
         fb = json.loads(feedback.read_text()) if feedback.is_file() else None
         out.append({"iteration": stats.get("iteration"), "env_steps": stats.get("env_steps"),
                     "train": {"success": stats.get("success_rate"), "n": stats.get("success_episodes")},
+                    "episode_length": episode_length(rows, k),
                     "change": changes.get(stats.get("iteration")), "code_actions": actions,
                     "critic": fb.get("summary", "")[:300] if fb else None,
                     "decided": [str(r)[:160] for r in fb.get("reasons", [])[:6]] if fb else []})
@@ -134,8 +148,8 @@ def result_of(cell: Cell, run_dir: Path) -> dict:
     env_steps = max((r["global_step"] for r in metrics), default=0)
     wall = round(sum(a["wall_s"] for a in attempts), 1)
     commits = list(dict.fromkeys(a["commit"] for a in attempts))
-    result = {"results_version": RESULTS_VERSION[cell.mode], "task": cell.task, "mode": cell.mode, "seed": cell.seed,
-              "budget": cell.budget, "env_steps": env_steps,
+    result = {"results_version": results_version(cell.mode, cell.task), "task": cell.task, "mode": cell.mode,
+              "seed": cell.seed, "budget": cell.budget, "env_steps": env_steps,
               "commit": commits[0] if commits else "unknown", "resumed_at_commits": commits[1:],
               "dirty": any(a["dirty"] for a in attempts), "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
               "machine": attempts[0]["machine"] if attempts else None, "attempts": len(attempts),
@@ -270,7 +284,7 @@ def execute(cells: list[Cell], out: Path, results: Path, extra: list[str], jobs:
     start, stop = time.time(), threading.Event()
 
     def one(head: str, cell: Cell, path: Path) -> None:
-        run_dir = out / f"v{RESULTS_VERSION[cell.mode]}" / cell.name  # a stale run is never resumed as current
+        run_dir = out / f"v{results_version(cell.mode, cell.task)}" / cell.name  # a stale run is never resumed
         with cell_lock(run_dir) as holder:
             if holder is not None:
                 print(f"{head}: another process runs it ({holder}), skipped", flush=True)

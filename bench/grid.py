@@ -4,13 +4,18 @@ the files into docs/results.md and the README's table. Both read this file; it r
 
 Stale results: RESULTS_VERSION holds one number per mode, bumped by hand in any commit that changes what
 that mode's runs measure (trainer, learner, env, skills, budgets' meaning). A result counts iff its
-`results_version` is its mode's number; any other is stale: listed, not shown, and its cell runs again
-into a fresh v<N>/ directory. v2 of `rlgpt` and `rl+config`: "the slow loop acts" (the critic's decisions
-change the next iteration, a worse change is rolled back, long tasks train their sub-tasks as a
-curriculum); v3: "the critic reads episode ends" (the rule-based critic acts on how failed episodes end
-and, on crafter, on per-achievement evidence; a change is kept or rolled back by the Crafter score on
-crafter and by efficiency once success saturates). `rl` and `code` runs did not change: v1. Each run's
-commit is recorded for audit only.
+`results_version` is its cell's number (its mode's, unless TASK_VERSION overrides it: below); any other is
+stale: listed, not shown, and its cell runs again into a fresh v<N>/ directory. v2 of `rlgpt` and
+`rl+config`: "the slow loop acts" (the critic's decisions change the next iteration, a worse change is
+rolled back, long tasks train their sub-tasks as a curriculum); v3: "the critic reads episode ends" (the
+rule-based critic acts on how failed episodes end and, on crafter, on per-achievement evidence; a change is
+kept or rolled back by the Crafter score on crafter and by efficiency once success saturates). `rl` and
+`code` runs did not change: v1. Each run's commit is recorded for audit only.
+
+A change that touches one task only (a task's own program, say) bumps that (mode, task) in TASK_VERSION
+instead, so the mode's other cells, whose runs did not change, stay current. results_version(mode, task)
+is the one place a cell's version is read: the result it writes, its run directory v<N>/, is_current and
+the results page.
 
 The modes separate the two things RL-GPT adds to PPO: `rl+config` is plain PPO with the plan's action
 mask and reward shaping but no code action, so rl -> rl+config measures the plan's RL config alone and
@@ -31,6 +36,12 @@ from typing import NoReturn
 RESULTS_VERSION = {"rl": 1, "rl+config": 3, "code": 1, "rlgpt": 3, "rlgpt-1iter": 3}
 VERSION_NOTES = {"rl+config": "the critic reads episode ends", "rlgpt": "the critic reads episode ends",
                  "rlgpt-1iter": "rlgpt's control"}
+# Per (mode, task): overrides RESULTS_VERSION for one task's cells, for a change that only that task's runs
+# see; e.g. a change to crafter_program.py, run by `--mode code --task crafter` (and the rlgpt crafter plan's
+# play_crafter) alone, bumps ("code", "crafter") and ("rlgpt", "crafter") here, not "code" and "rlgpt",
+# whose other cells did not change. Empty: no task has changed on its own since its mode's version.
+TASK_VERSION: dict[tuple[str, str], int] = {}
+TASK_VERSION_NOTES: dict[tuple[str, str], str] = {}  # what changed, as the results page says it
 MODES = ("rl", "rl+config", "code", "rlgpt")
 SLOWLOOP_MODES = ("rlgpt", "rlgpt-1iter")
 SLOWLOOP = {"make_stone_pickaxe": 300_000, "collect_iron": 300_000}  # the slow-loop grid's tasks and budgets
@@ -86,9 +97,15 @@ def slowloop_grid(quick: bool = False) -> list[Cell]:
             for seed in (SEEDS[:1] if quick else SEEDS) for mode in SLOWLOOP_MODES]
 
 
+def results_version(mode: str, task: str) -> int:
+    """The version a (mode, task) cell's results are measured at: its TASK_VERSION override if it has one,
+    else its mode's RESULTS_VERSION, so a change seen by one task's runs re-runs that task's cells only."""
+    return TASK_VERSION.get((mode, task), RESULTS_VERSION[mode])
+
+
 def is_current(r: dict) -> bool:
-    """A result counts iff it was measured at its mode's version (a mode no longer run never counts)."""
-    return r.get("mode") in RESULTS_VERSION and r.get("results_version") == RESULTS_VERSION[r["mode"]]
+    """A result counts iff it was measured at its cell's version (a mode no longer run never counts)."""
+    return r.get("mode") in RESULTS_VERSION and r.get("results_version") == results_version(r["mode"], r["task"])
 
 
 def fail(message: str) -> NoReturn:

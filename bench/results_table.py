@@ -1,7 +1,8 @@
 """bench/results/ -> the results page (docs/results.md), the README's headline table and the plots, from the
 result files alone: the grids' success tables (mean ± sd over seeds, with episode counts), Crafter's score
-beside the published scoreboard, the issue's targets beside what was measured (and, for a missed one, what
-its runs' own logs say), the cells still missing, and where and at which commits the shown results ran.
+beside the published scoreboard and its runs' mean episode length per iteration, the issue's targets beside
+what was measured (and, for a missed one, what its runs' own logs say), the cells still missing, and where
+and at which commits the shown results ran.
 Every number comes from a result file; none is typed. Run through `python -m bench.ablation --table` / `--check`.
 """
 
@@ -20,6 +21,8 @@ from bench.grid import (
     RESULTS_VERSION,
     SLOWLOOP_MODES,
     TARGETS,
+    TASK_VERSION,
+    TASK_VERSION_NOTES,
     VERSION_NOTES,
     Cell,
     cell_of,
@@ -27,6 +30,7 @@ from bench.grid import (
     fail,
     is_current,
     load,
+    results_version,
 )
 
 SLOWLOOP_TITLE = ("**With and without the slow loop** (`--grid slowloop`): `rlgpt` (`--iterations 3`: the critic's "
@@ -92,7 +96,7 @@ def write_plots(current: dict[Cell, dict], plot_dir: Path) -> None:
             if pts:
                 curves.setdefault(cell.mode, []).append((np.array([p["step"] for p in pts], dtype=float),
                                                          np.array([p[key] for p in pts])))
-        versions = ", ".join(f"{m} v{RESULTS_VERSION[m]}" for m in curves)
+        versions = ", ".join(f"{m} v{results_version(m, task)}" for m in curves)
         per_episode = {"ylabel": "achievements unlocked per training episode (of 22)", "rate": False}
         report.plot(curves, plot_dir / f"results_{task}.png", f"{task}: results versions {versions}",
                     **(per_episode if key == "achievements" else {}))
@@ -126,6 +130,38 @@ def crafter_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
     return lines + [""]
 
 
+def length_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
+    """Crafter's runs, one row each: per iteration the mean length of the training episodes that finished
+    in it, with their n. An episode of the whole benchmark ends at death or the time limit, so the length
+    is survival, which the score alone does not show. "—" where the result file predates the field."""
+    runs = [(c, its) for c in cells if c.task == "crafter" and (its := current.get(c, {}).get("iterations"))]
+    if not runs:
+        return []
+    k = max(len(its) for _, its in runs)
+
+    def cell(it: dict) -> str:
+        got = it.get("episode_length") or {"mean": None}
+        return "—" if got["mean"] is None else f"{got['mean']:.1f} (n={got['n']})"
+
+    return ["**Mean episode length per iteration** (crafter; training episodes, n): the mean length in env "
+            "steps of the training episodes that finished in the iteration, and their count n; — = the result "
+            "file was written before results kept it.", "",
+            "| run | " + " | ".join(f"iteration {i}" for i in range(1, k + 1)) + " |", "|---|" + "---|" * k,
+            *(f"| {c.mode}, seed {c.seed} | " + " | ".join([*map(cell, its), *[""] * (k - len(its))]) + " |"
+              for c, its in runs), ""]
+
+
+def length_text(it: dict) -> str:
+    """"; mean length M steps, n=N": the mean length of the training episodes that finished in the iteration,
+    beside its success, so survival (crafter) or speed (a single goal) can be read too; "" for a result file
+    written before results kept it."""
+    got = it.get("episode_length")
+    if got is None:
+        return ""
+    mean = "—" if got["mean"] is None else f"{got['mean']:.1f} steps"
+    return f"; mean length {mean}, n={got['n']}"
+
+
 def measured(r: dict, what: str) -> float | None:
     """One result's value of a target's measure (TARGETS): training success, Crafter's score or an
     achievement's rate."""
@@ -154,14 +190,17 @@ def target_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
         if status.startswith("missed"):  # a run missing two targets (crafter's) is described once
             evidence += [line for c, r in ran if (line := f"- {c.name}: {why_missed(r)}") not in evidence]
     if evidence:
-        lines += ["", "From the missed targets' own logs (the curve; the last iteration's weakest code actions, "
-                      "by the share of calls that returned True; the last critic summary):", *evidence]
+        lines += ["", "From the missed targets' own logs (the curve; training success per iteration and, where "
+                      "the result keeps it, the mean length in env steps of the training episodes that finished "
+                      "in it, each with its n; the last iteration's weakest code actions, by the share of calls "
+                      "that returned True; the last critic summary):", *evidence]
     return lines + [""]
 
 
 def iteration_text(prev: dict | None, it: dict) -> str:
-    """An iteration's training success, and what the critic's decisions after the previous one became."""
-    shown = f"{it['train']['success']:.2f} (n={it['train']['n']}"
+    """An iteration's training success (and mean episode length), and what the critic's decisions after the
+    previous one became."""
+    shown = f"{it['train']['success']:.2f} (n={it['train']['n']}{length_text(it)}"
     if prev is None:
         return shown + ")"
     if not prev.get("decided"):
@@ -225,7 +264,7 @@ def loop_lines(current: dict[Cell, dict], slow: list[Cell]) -> list[str]:
         steps = []
         for it in its:
             got = it["train"]
-            done = f"iteration {it['iteration']}: {got['success']:.2f} (n={got['n']})"
+            done = f"iteration {it['iteration']}: {got['success']:.2f} (n={got['n']}{length_text(it)})"
             if it.get("change"):
                 done += f", the change {it['change'].split(':')[0]}"
             steps.append(done)
@@ -237,8 +276,9 @@ def loop_lines(current: dict[Cell, dict], slow: list[Cell]) -> list[str]:
     if not lines:
         return []
     return ["What the slow loop did in each `rlgpt` run above (from its result file: the training success of "
-            "each iteration's finished episodes, the rule-based critic's decisions, and whether the next "
-            "iteration kept them or rolled them back):", *lines, ""]
+            "each iteration's finished episodes and, where the result keeps it, their mean length in env steps, "
+            "the rule-based critic's decisions, and whether the next iteration kept them or rolled them back):",
+            *lines, ""]
 
 
 def missing_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
@@ -256,7 +296,7 @@ def provenance(found: list[dict], current: dict[Cell, dict]) -> list[str]:
     """Which results are stale or outside both grids, where and at which commits the shown ones ran."""
     stale = [r for r in found if r["mode"] in RESULTS_VERSION and not is_current(r)]
     outside = [r for r in found if cell_of(r) not in current and r not in stale]
-    lines = ["Stale, not shown (not their mode's RESULTS_VERSION): "
+    lines = ["Stale, not shown (not their cell's results version): "
              + ", ".join(f"{cell_of(r).name} (v{r['results_version']})" for r in stale) + ".", ""] if stale else []
     lines += ["Not in a grid, not shown: " + ", ".join(cell_of(r).name for r in outside) + ".", ""] if outside else []
     if current:
@@ -281,6 +321,10 @@ def section(found: list[dict], cells: list[Cell], slow: list[Cell], md_dir: Path
     eval_n = sorted({r["eval"]["n"] for r in current.values()})
     versions = ", ".join(f"`{m}` v{v}" + (f" ({VERSION_NOTES[m]})" if m in VERSION_NOTES else "")
                          for m, v in RESULTS_VERSION.items())
+    overrides = ", ".join(f"`{m}` on {t} v{v}" + (f" ({TASK_VERSION_NOTES[m, t]})" if (m, t) in TASK_VERSION_NOTES
+                                                   else "") for (m, t), v in TASK_VERSION.items())
+    if overrides:
+        versions += f"; one task's cells of a mode, overridden by `TASK_VERSION` (a change only they see): {overrides}"
     n_main = sum(c in current for c in cells)
     lines = [MARKERS[0], GENERATED,
              f"Current results versions (`RESULTS_VERSION` in `bench/grid.py`, one per mode): {versions}. "
@@ -294,7 +338,7 @@ def section(found: list[dict], cells: list[Cell], slow: list[Cell], md_dir: Path
                             + (f", {'/'.join(map(str, eval_n))} episodes per seed" if eval_n else "") + ").",
                             current, cells, [(m, m, "eval") for m in MODES])]
     short, crafter = [c for c in cells if c.task != "crafter"], [c for c in cells if c.task == "crafter"]
-    lines += plot_links(current, short, md_dir, plot_dir) + crafter_lines(current, cells)
+    lines += plot_links(current, short, md_dir, plot_dir) + crafter_lines(current, cells) + length_lines(current, cells)
     lines += plot_links(current, crafter, md_dir, plot_dir) + target_lines(current, cells)
     lines += missing_lines(current, cells) + ["", *success_table(SLOWLOOP_TITLE, current, slow, SLOWLOOP_COLUMNS)]
     lines += plot_links(current, slow, md_dir, plot_dir) + pair_lines(current, slow) + loop_lines(current, slow)

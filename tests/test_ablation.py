@@ -1,5 +1,6 @@
-"""bench/ablation.py, grid.py and results_table.py on fake run directories and fake result files: results,
-resuming, staleness, the table."""
+"""bench/ablation.py and grid.py on fake run directories and fake result files: results, resuming,
+staleness (per mode and per task), the slow-loop grid. The results page itself: tests/test_results_table.py,
+which shares the fakes below."""
 
 import json
 import shutil
@@ -20,8 +21,10 @@ POPEN = subprocess.Popen  # FakeTrain lets git and nvidia-smi through
 
 
 def fake_run(run_dir: Path, cell: G.Cell, lengths: list[int], unlocked: list[dict], *, finished: bool = True,
-             evals: tuple = (0.25, 0.75), attempts: tuple = (("abc", False, 10.0),)) -> Path:
-    """A run directory as train.py (and ablation.attempt) leave it: config, metrics, stats rows, summary."""
+             evals: tuple = (0.25, 0.75), attempts: tuple = (("abc", False, 10.0),),
+             ended_in: list[int] | None = None) -> Path:
+    """A run directory as train.py (and ablation.attempt) leave it: config, metrics, stats rows (each with the
+    iteration it ended in, given `ended_in`), summary."""
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.json").write_text(json.dumps(
         {"args": {"task": cell.task, "mode": cell.mode, "seed": cell.seed, "total_steps": cell.budget,
@@ -32,6 +35,8 @@ def fake_run(run_dir: Path, cell: G.Cell, lengths: list[int], unlocked: list[dic
     (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     stats = [dict({"length": n, "reward": 0.0}, **{f"achievement_{a}": v for a, v in ach.items()})
              for n, ach in zip(lengths, unlocked, strict=True)]
+    for row, k in zip(stats, ended_in or [], strict=False):
+        row["iteration"] = k
     (run_dir / "stats.jsonl").write_text("".join(json.dumps(r) + "\n" for r in stats))
     (run_dir / "attempts.jsonl").write_text("".join(json.dumps(
         {"commit": c, "dirty": d, "machine": {"cpu": "fake cpu", "cores": 2, "gpu": None}, "wall_s": w, "rc": 0})
@@ -46,7 +51,7 @@ def fake_result(results: Path, cell: G.Cell, success: float | None, n: int, *, v
     """A result file as result_of writes it (only the fields the table reads are meaningful); by default
     at its mode's current version."""
     measure = "achievements" if cell.task == "crafter" else "success"  # what crafter's curve points hold
-    r = {"results_version": G.RESULTS_VERSION[cell.mode] if version is None else version, "task": cell.task,
+    r = {"results_version": G.results_version(cell.mode, cell.task) if version is None else version, "task": cell.task,
          "mode": cell.mode, "seed": cell.seed, "budget": cell.budget,
          "commit": commit, "dirty": False, "machine": {"cpu": "fake cpu", "cores": 2, "gpu": None},
          "curve": [{"step": cell.budget * k // A.POINTS, "n": n, measure: success} for k in range(1, A.POINTS + 1)],
@@ -103,14 +108,28 @@ def test_result_curve_counts_the_episodes_that_finished_in_each_window(tmp_path)
     assert r["finished"] == {"episodes": 6, "env_steps": 1200}
     assert (r["commit"], r["resumed_at_commits"], r["dirty"], r["attempts"]) == ("abc", ["def"], True, 2)
     assert r["results_version"] == G.RESULTS_VERSION["rlgpt"] and r["machine"]["cpu"] == "fake cpu"
+    none = {"mean": None, "n": 0}  # these stats rows name no iteration (rows from before they did)
     assert r["iterations"] == [
-        {"iteration": 1, "env_steps": 500, "train": {"success": 0.4, "n": 5}, "change": None,
+        {"iteration": 1, "env_steps": 500, "train": {"success": 0.4, "n": 5}, "episode_length": none, "change": None,
          "critic": "chop_tree is called blind", "decided": ["chop_tree: try variant search"],
          "code_actions": {"chop_tree": {"chosen": 40, "success_rate": 0.25, "error": "no tree in view"}}},
-        {"iteration": 2, "env_steps": 1000, "train": {"success": 0.2, "n": 30},
+        {"iteration": 2, "env_steps": 1000, "train": {"success": 0.2, "n": 30}, "episode_length": none,
          "change": "rolled back: success 0.2: worse", "critic": None, "decided": [], "code_actions": {}}]
     A.write_json(tmp_path / "r.json", r)
     assert (tmp_path / "r.json").stat().st_size < 4000 and not list(tmp_path.glob(".*tmp*"))
+
+
+def test_each_iteration_keeps_the_mean_length_and_count_of_the_episodes_that_ended_in_it(tmp_path):
+    """From stats.jsonl's rows, one per finished training episode naming the iteration it ended in, not from
+    iter_k/stats.json's rounded summary; an iteration in which no episode ended has no mean."""
+    cell = G.Cell("crafter", "rlgpt", 1, 3000)
+    d = fake_run(tmp_path / "run", cell, [100, 201, 300, 2000], [{}] * 4, ended_in=[1, 1, 3, 3])
+    for k in (1, 2, 3):
+        (d / f"iter_{k}").mkdir()
+        (d / f"iter_{k}" / "stats.json").write_text(json.dumps(
+            {"iteration": k, "env_steps": 1000 * k, "episode_lengths": {"episodes": 9, "mean_length": 1.0}}))
+    assert [it["episode_length"] for it in A.result_of(cell, d)["iterations"]] == [
+        {"mean": 150.5, "n": 2}, {"mean": None, "n": 0}, {"mean": 1150.0, "n": 2}]
 
 
 def test_a_rows_own_success_field_wins_over_the_achievement():
@@ -181,8 +200,8 @@ def test_only_cells_without_a_current_result_run_and_each_result_is_written_at_o
     assert calls[0][calls[0].index("--total-steps") + 1] == "50000"
     for cell in (stale, new):
         r = json.loads((results / f"{cell.name}.json").read_text())
-        assert r["results_version"] == G.RESULTS_VERSION[cell.mode] and r["train"]["success"] == 1.0
-        run_dir = tmp_path / "out" / f"v{G.RESULTS_VERSION[cell.mode]}" / cell.name
+        assert r["results_version"] == G.results_version(cell.mode, cell.task) and r["train"]["success"] == 1.0
+        run_dir = tmp_path / "out" / f"v{G.results_version(cell.mode, cell.task)}" / cell.name
         attempt = json.loads((run_dir / "attempts.jsonl").read_text())
         assert attempt["rc"] == 0 and attempt["machine"]["cores"] >= 1 and "commit" in attempt
     assert json.loads((results / f"{done.name}.json").read_text())["train"]["success"] == 0.9  # untouched
@@ -191,8 +210,8 @@ def test_only_cells_without_a_current_result_run_and_each_result_is_written_at_o
 def test_unfinished_run_resumes_a_finished_one_only_gets_its_result_a_failed_one_none(tmp_path, monkeypatch):
     partial, finished, failing = G.grid()[:3]
     out, results = tmp_path / "out", tmp_path / "results"
-    fake_run(out / f"v{G.RESULTS_VERSION[partial.mode]}" / partial.name, partial, [100], [{}], finished=False)
-    fake_run(out / f"v{G.RESULTS_VERSION[finished.mode]}" / finished.name, finished, [100], [{"collect_wood": 1}])
+    for cell, ach, done in ((partial, {}, False), (finished, {"collect_wood": 1}, True)):
+        fake_run(out / f"v{G.results_version(cell.mode, cell.task)}" / cell.name, cell, [100], [ach], finished=done)
     assert "--llm" not in A.command_for(partial, out / "x", [])  # plain PPO (rl) needs no backend
     calls = []
     monkeypatch.setattr(A.subprocess, "Popen", FakeTrain(calls))
@@ -216,7 +235,7 @@ def test_jobs_run_cells_at_once_a_locked_cell_is_skipped_a_dead_lock_taken_over(
     dead.wait()
     try:
         for cell, pid in ((cells[2], live.pid), (cells[3], dead.pid)):
-            run_dir = out / f"v{G.RESULTS_VERSION[cell.mode]}" / cell.name
+            run_dir = out / f"v{G.results_version(cell.mode, cell.task)}" / cell.name
             run_dir.mkdir(parents=True)
             (run_dir / A.LOCK).write_text(f"{pid} {socket.gethostname()}")
         calls.clear()
@@ -245,175 +264,6 @@ def pages(root: Path, text: str = "# Results\n\nbefore\n\n<!-- results:start -->
     return root / "docs" / "results.md"
 
 
-def test_table_shows_mean_spread_and_counts_lists_missing_and_stale_cells(tmp_path, monkeypatch):
-    monkeypatch.setattr(A, "ROOT", tmp_path)
-    md, results = pages(tmp_path), tmp_path / "bench" / "results"
-    known = {"rl": [(0.2, 10), (0.4, 20), (0.9, 30)], "rlgpt": [(0.7, 5), (0.8, 5), (0.9, 5)]}  # seeds 1-3
-    wood = {c: known[c.mode][c.seed - 1] for c in G.grid() if c.task == "collect_wood" and c.mode in known}
-    for c, (s, n) in wood.items():
-        fake_result(results, c, s, n)
-    empty_window = G.Cell("place_table", "code", 1, 100_000)
-    fake_result(results, empty_window, None, 0)
-    fake_result(results, G.Cell("place_table", "rl", 2, 100_000), 0.5, 10, version=G.RESULTS_VERSION["rl"] + 1)
-    rates = dict.fromkeys(E.ACHIEVEMENTS, 0.0) | {"collect_wood": 90.0}
-    fake_result(results, G.Cell("crafter", "rlgpt", 1, 1_000_000), None, 0,
-                crafter={"score": 1.234, "episodes": 77, "achievements": rates})
-    assert A.main(["--table"]) == 0
-    text = md.read_text()
-    assert text.startswith("# Results\n\nbefore\n\n<!-- results:start -->") and text.endswith("-->\n\nafter\n")
-    assert "old" not in text
-    # rl: mean 0.5, sd sqrt((0.3^2 + 0.1^2 + 0.4^2) / 2) = 0.36, 60 episodes; rlgpt: mean 0.8, sd 0.1, 15
-    train, _ = row_of(text, "collect_wood", "50000")
-    assert train[2 + G.MODES.index("rl")] == "0.50 ± 0.36 (n=3, 60 ep)"
-    assert train[2 + G.MODES.index("rlgpt")] == "0.80 ± 0.10 (n=3, 15 ep)"
-    assert row_of(text, "collect_wood", "50000")[0][3] == "—"  # rl+config: no result
-    assert row_of(text, "place_table", "100000")[0][4] == "—"  # a window without episodes
-    assert "- collect_wood (50000): rl+config s1 s2 s3; code s1 s2 s3\n" in text
-    assert "- place_table (100000): rl s1 s2 s3; rl+config s1 s2 s3; code s2 s3; rlgpt s1 s2 s3\n" in text
-    assert "- crafter (1000000): rl s1 s2 s3; code s1; rlgpt s2 s3\n" in text
-    assert f"Missing ({55 - 8} of 55 cells):" in text
-    assert f"place_table__rl__s2__100000 (v{G.RESULTS_VERSION['rl'] + 1})" in text.split("Stale")[1]
-    assert row_of(text, "ours: rlgpt (reference skills, not an LLM), seed 1")[0][1:] == [
-        "1000000", "1.2 (77 episodes)", "measured here"]
-    assert "| ours: rl, seed 1 | 1000000 | — | measured here: no result yet |" in text
-    assert "| human experts | - | 50.5 | quoted: published |" in text and text.count("quoted: published") == 7
-    assert "| collect_wood | 90.0 |" in text and len(row_of(text, "0.0")) == 21
-    assert "![collect_wood](results_collect_wood.png)" in text and "results_place_table" not in text  # no curve
-    assert (tmp_path / "docs" / "results_collect_wood.png").stat().st_size > 1000
-    assert "results_crafter" not in text  # its curve has no episode yet
-
-
-def test_crafter_curve_is_plotted_under_its_scores_on_its_own_scale(tmp_path, monkeypatch):
-    """From result files as result_of writes them for crafter (curve points hold achievements per episode),
-    with a missed score target, so its miss line is written from the same curve."""
-    monkeypatch.setattr(A, "ROOT", tmp_path)
-    md, results = pages(tmp_path), tmp_path / "bench" / "results"
-    for mode, got in (("rl", 2), ("rlgpt", 5)):  # achievements per episode: not a rate in [0, 1]
-        cell = G.Cell("crafter", mode, 1, 1_000_000)
-        unlocked = [{a: 1 for a in E.ACHIEVEMENTS[:got]}] * 20
-        run = fake_run(tmp_path / mode, cell, [50_000] * 20, unlocked)
-        (run / "iter_1").mkdir()
-        (run / "iter_1" / "stats.json").write_text(json.dumps(
-            {"iteration": 1, "env_steps": 1_000_000, "success_rate": 0.0, "success_episodes": 20}))
-        A.write_json(results / f"{cell.name}.json", A.result_of(cell, run))
-    assert A.main(["--table"]) == 0
-    text = md.read_text()
-    link = "![crafter](results_crafter.png)"
-    assert text.index(f"| {E.ACHIEVEMENTS[0]} | 100.0 | 100.0 |") < text.index(link) < text.index("**Targets**")
-    assert (tmp_path / "docs" / "results_crafter.png").stat().st_size > 1000
-    # both crafter targets (score, diamonds) are missed: the run is described once, its curve in its own unit,
-    # and its "success" (no episode of a task without a single goal can succeed) said to be no measure
-    assert text.count("- crafter__rlgpt__s1__1000000: ") == 1
-    assert ("crafter__rlgpt__s1__1000000: curve (achievements unlocked per episode) peaked at 5.00 (env step "
-            "100000), ended at 5.00; training success (none can succeed") in text
-
-
-def test_crafter_achievements_are_one_column_per_mode_averaged_over_its_seeds(tmp_path, monkeypatch):
-    monkeypatch.setattr(A, "ROOT", tmp_path)
-    md, results = pages(tmp_path), tmp_path / "bench" / "results"
-    for mode, seed, wood in (("rl", 1, 80.0), ("rl", 2, 90.0), ("rlgpt", 1, 99.0)):
-        rates = dict.fromkeys(E.ACHIEVEMENTS, 0.0) | {"collect_wood": wood}
-        fake_result(results, G.Cell("crafter", mode, seed, 1_000_000), None, 0,
-                    crafter={"score": 5.0, "episodes": 10, "achievements": rates})
-    assert A.main(["--table"]) == 0
-    text = md.read_text()
-    assert "| achievement (% of episodes, mean over seeds) | ours: rl (n=2) | ours: rlgpt (n=1) |\n" in text
-    assert "| collect_wood | 85.0 | 99.0 |\n" in text
-
-
-def test_targets_are_met_missed_or_not_measured_and_a_miss_quotes_its_logs(tmp_path, monkeypatch):
-    monkeypatch.setattr(A, "ROOT", tmp_path)
-    md, results = pages(tmp_path), tmp_path / "bench" / "results"
-    for seed in G.SEEDS:  # collect_wood: 0.97 on average, aim 0.95
-        fake_result(results, G.Cell("collect_wood", "rlgpt", seed, 50_000), 0.96 + 0.01 * (seed - 1), 40)
-    pickaxe = fake_result(results, G.Cell("make_wood_pickaxe", "rlgpt", 2, 200_000), 0.5, 30)
-    pickaxe["curve"][3]["success"] = 0.75  # the curve peaked before the end
-    pickaxe["iterations"] = [
-        {"iteration": 1, "code_actions": {}, "critic": "place_table returned True in only 0.1 of 50 calls",
-         "train": {"success": 0.4, "n": 20}, "decided": ["place_table: try variant once"], "change": None},
-        {"iteration": 2, "critic": None, "train": {"success": 0.5, "n": 30}, "decided": [],
-         "change": "rolled back: success 0.5: worse", "code_actions": {
-            "chop_tree": {"chosen": 900, "success_rate": 0.9, "error": None},
-            "place_table_v2": {"chosen": 120, "success_rate": 0.25, "error": "line 4: IndexError: out of range"},
-            "make_wood_pickaxe": {"chosen": 60, "success_rate": 0.5, "error": None}}}]
-    A.write_json(results / "make_wood_pickaxe__rlgpt__s2__200000.json", pickaxe)
-    rates = dict.fromkeys(E.ACHIEVEMENTS, 0.0) | {"collect_diamond": 4.5}
-    fake_result(results, G.Cell("crafter", "rlgpt", 1, 1_000_000), None, 0,
-                crafter={"score": 31.0, "episodes": 500, "achievements": rates})
-    assert A.main(["--table"]) == 0
-    text = md.read_text()
-    assert row_of(text, "collect_wood, rlgpt")[0][3:] == ["0.97 ± 0.01 (n=3, 120 ep)", "met"]
-    assert row_of(text, "make_wood_pickaxe, rlgpt")[0][2:] == ["0.9", "0.50 (n=1, 30 ep)", "missed (1 of 3 seeds run)"]
-    one_of_three = " (1 of 3 seeds run)"
-    assert row_of(text, "crafter, rlgpt", "Crafter score")[0][2:] == ["30", "31.00 (n=1, 500 ep)", "met" + one_of_three]
-    assert row_of(text, "crafter, rlgpt", "collect_diamond (% of episodes)")[0][3:] == ["4.50 (n=1, 500 ep)",
-                                                                                       "missed" + one_of_three]
-    assert ("- make_wood_pickaxe__rlgpt__s2__200000: curve peaked at 0.75 (env step 80000), ended at 0.50; "
-            "training success per iteration: 0.40 (n=20), 0.50 (n=30; the change rolled back); "
-            "iteration 2: place_table_v2 0.25 of 120 calls (commonest error: line 4: IndexError: out of range), "
-            'make_wood_pickaxe 0.50 of 60 calls; critic: "place_table returned True in only 0.1 of 50 calls"\n') in text
-    assert "- crafter__rlgpt__s1__1000000" in text and "collect_wood__rlgpt__s1" not in text.split("**Targets**")[1]
-    for path in results.glob("*.json"):
-        path.unlink()
-    assert A.main(["--table"]) == 0 and md.read_text().count("| not measured yet |") == 4
-
-
-def test_check_fails_while_the_readme_differs_and_passes_after_table(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(A, "ROOT", tmp_path)
-    pages(tmp_path)
-    results = tmp_path / "bench" / "results"
-    fake_result(results, G.Cell("collect_wood", "rl", 1, 50_000), 0.5, 10)
-    assert A.main(["--check"]) == 1 and "differs" in capsys.readouterr().out
-    assert A.main(["--table"]) == 0 and A.main(["--check"]) == 0
-    fake_result(results, G.Cell("collect_wood", "rl", 2, 50_000), 0.7, 10)
-    assert A.main(["--check"]) == 1
-    assert A.main(["--table", "--check"]) == 0
-
-
-def test_readme_gets_the_small_table_and_the_check_covers_it(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(A, "ROOT", tmp_path)
-    md, results = pages(tmp_path), tmp_path / "bench" / "results"
-    for seed, success in ((1, 0.5), (2, 0.7)):
-        fake_result(results, G.Cell("collect_wood", "rlgpt", seed, 50_000), success, 10)
-    for seed, score in ((1, 10.0), (2, 14.0)):
-        fake_result(results, G.Cell("crafter", "rlgpt", seed, 1_000_000), None, 0,
-                    crafter={"score": score, "episodes": 100, "achievements": dict.fromkeys(E.ACHIEVEMENTS, 0.0)})
-    assert A.main(["--table"]) == 0
-    readme = (tmp_path / "README.md").read_text()
-    assert readme.startswith("# rlgpt\n\nintro\n\n<!-- headline:start -->") and readme.endswith("-->\n\nmore\n")
-    assert "old" not in readme and "4 of 55 grid cells have a result" in readme
-    assert row_of(readme, "collect_wood", "50000")[0][2:] == ["—", "—", "—", "0.60 ± 0.14 (n=2, 20 ep)"]
-    # crafter's row: rl and code have cells without a result, rl+config has no crafter cell
-    assert row_of(readme, "crafter: Crafter score", "1000000")[0][2:] == [
-        "—", "not run", "—", "12.00 ± 2.83 (n=2, 200 ep)"]
-    assert "DreamerV3 14.5" in readme and "[docs/results.md](docs/results.md)" in readme
-    assert "**Targets**" not in readme and "**Targets**" in md.read_text()  # the rest stays on the results page
-    (tmp_path / "README.md").write_text(readme.replace("0.60 ± 0.14", "0.99 ± 0.14"))
-    capsys.readouterr()
-    assert A.main(["--check"]) == 1
-    out = capsys.readouterr().out
-    assert "README.md: its generated results section differs" in out and "results.md: its" not in out
-    assert A.main(["--table"]) == 0 and (tmp_path / "README.md").read_text() == readme
-    (tmp_path / "README.md").write_text("# rlgpt\n")
-    with pytest.raises(SystemExit) as e:
-        A.main(["--check"])
-    assert e.value.code == 2 and "README.md has no <!-- headline:start -->" in capsys.readouterr().err
-
-
-def test_bad_readme_or_result_file_is_a_sentence_and_exit_2(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(A, "ROOT", tmp_path)
-    pages(tmp_path, "# no markers\n")
-    with pytest.raises(SystemExit) as e:
-        A.main(["--table"])
-    assert e.value.code == 2 and "no <!-- results:start -->" in capsys.readouterr().err
-    pages(tmp_path)
-    (tmp_path / "bench" / "results").mkdir(parents=True)
-    (tmp_path / "bench" / "results" / "x.json").write_text("{cut sho")
-    with pytest.raises(SystemExit) as e:
-        A.main(["--check"])
-    assert e.value.code == 2 and "x.json is not a readable result file" in capsys.readouterr().err
-
-
 def test_quick_results_never_enter_bench_results(tmp_path, monkeypatch):
     monkeypatch.setattr(A, "ROOT", tmp_path)
     calls = []
@@ -428,7 +278,8 @@ def test_quick_results_never_enter_bench_results(tmp_path, monkeypatch):
 
 
 def test_v1_results_of_the_modes_the_slow_loop_changed_are_stale_rl_and_code_stay_current(tmp_path, monkeypatch):
-    """rlgpt and rl+config moved past v1 when the slow loop came to act; rl and code did not: their v1 results count."""
+    """rlgpt and rl+config moved past v1 when the slow loop came to act; rl and code did not: their v1 results
+    count, but for a (mode, task) bumped on its own (TASK_VERSION)."""
     results, out = tmp_path / "results", tmp_path / "out"
     cells = [G.Cell("collect_wood", m, 1, 50_000) for m in G.MODES]
     for c in cells:
@@ -441,10 +292,41 @@ def test_v1_results_of_the_modes_the_slow_loop_changed_are_stale_rl_and_code_sta
     # the committed v1 results (whichever are left: re-runs replace them) split the same way, and the results
     # page lists exactly the stale ones
     v1 = [r for r in G.load(REPO / "bench" / "results") if r["results_version"] == 1]
-    assert [G.is_current(r) for r in v1] == [r["mode"] in ("rl", "code") for r in v1]
+    counts = [r["mode"] in ("rl", "code") and (r["mode"], r["task"]) not in G.TASK_VERSION for r in v1]
+    assert [G.is_current(r) for r in v1] == counts
     page = (REPO / "docs" / "results.md").read_text()
     stale = page.split("Stale, not shown")[1].split("\n")[0] if "Stale, not shown" in page else ""
     assert [G.cell_of(r).name in stale for r in v1] == [not G.is_current(r) for r in v1]
+
+
+def test_a_task_version_override_makes_that_tasks_cells_stale_and_no_other(tmp_path, monkeypatch):
+    """A change only one task's runs see (crafter_program.py: `code` on crafter) bumps that (mode, task) alone:
+    its result is stale and runs again into its own v<N>/, the mode's other cells stay current, and the
+    results page names the override."""
+    bumped = G.RESULTS_VERSION["code"] + 1
+    monkeypatch.setitem(G.TASK_VERSION, ("code", "crafter"), bumped)
+    monkeypatch.setitem(G.TASK_VERSION_NOTES, ("code", "crafter"), "the program changed")
+    assert (G.results_version("code", "crafter"), G.results_version("code", "collect_wood")) == (
+        bumped, G.RESULTS_VERSION["code"])
+    monkeypatch.setattr(A, "ROOT", tmp_path)
+    md, results = pages(tmp_path), tmp_path / "bench" / "results"
+    crafter, wood = G.Cell("crafter", "code", 1, 1_000_000), G.Cell("collect_wood", "code", 1, 50_000)
+    fake_result(results, crafter, None, 0, version=G.RESULTS_VERSION["code"], crafter={
+        "score": 50.0, "episodes": 10, "achievements": dict.fromkeys(E.ACHIEVEMENTS, 0.0)})
+    fake_result(results, wood, 0.9, 10, version=G.RESULTS_VERSION["code"])
+    assert A.main(["--table"]) == 0
+    text = md.read_text()
+    assert f"`code` v{G.RESULTS_VERSION['code']}, " in text and f"`code` on crafter v{bumped} (the program changed)" \
+        in text
+    stale = text.split("Stale, not shown")[1].split("\n")[0]
+    assert f"crafter__code__s1__1000000 (v{G.RESULTS_VERSION['code']})" in stale and stale.count("__code__") == 1
+    assert "| ours: code (reference skills, not an LLM), seed 1 | 1000000 | — | measured here: no result yet |" in text
+    calls = []
+    monkeypatch.setattr(A.subprocess, "Popen", FakeTrain(calls))
+    A.execute([wood, crafter], tmp_path / "out", results, [])
+    assert [(c[c.index("--task") + 1], c[c.index("--mode") + 1]) for c in calls] == [("crafter", "code")]
+    assert json.loads((results / f"{crafter.name}.json").read_text())["results_version"] == bumped
+    assert (tmp_path / "out" / f"v{bumped}" / crafter.name / "summary.md").is_file()
 
 
 def iterations_of(cmd: list[str]) -> tuple[str, int]:
