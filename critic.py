@@ -99,6 +99,7 @@ def apply_feedback(plan: Plan, feedback: Feedback) -> Plan:
         how = "code" if s.name in feedback.to_code else "rl" if s.name in feedback.to_rl else s.how
         if how != s.how:
             s.how, s.reuse = how, False  # a reused skill is code by definition
+            s.initiation = {} if how == "rl" else s.initiation  # only code has an initiation
             s.reason = next((r for r in feedback.reasons if r.startswith(f"{s.name}:")),
                             f"{s.name}: moved to {how} by the critic")
     if feedback.rl_config is not None:
@@ -298,7 +299,7 @@ def _act_on_stall(plan: Plan, stalls: dict, chain, lists: tuple, notes: list[str
 
 
 def _act_on_deaths(plan: Plan, ends: dict, lists: tuple, notes: list[str]) -> None:
-    """The changes for the most common way failed episodes end, when it is a meter running empty."""
+    """The changes for the most common way failed episodes end, when it is a meter running empty or a zombie."""
     n, counts = ends.get("failed_episodes", 0), ends.get("ends", {})
     died = {end: c for end, c in counts.items() if end.startswith("died: ")}
     if n < MIN_FAILED_EPISODES or not died:
@@ -307,8 +308,11 @@ def _act_on_deaths(plan: Plan, ends: dict, lists: tuple, notes: list[str]) -> No
     if count < DEATH_SHARE * n:
         return
     where, meter = f"{count} of {n} failed episodes ended as {end!r}", next((m for m in METERS if m in end), None)
+    if end == "died: zombie":  # fighting them off: the plan's fight_zombie sub-action, to code
+        _remedy(plan, "defeat_zombie", where, None, lists, notes)
+        return
     if meter is None:
-        notes.append(f"{where}: the rules have no remedy for that (fighting and dodging are RL's)")
+        notes.append(f"{where}: the rules have no remedy for that (dodging arrows and lava is RL's)")
         return
     achievement, item = METERS[meter]
     _remedy(plan, achievement, where, (item, METER_SHAPING), lists, notes)

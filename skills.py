@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import dataclasses
 import json
 
 import crafter.constants as C
@@ -154,6 +155,12 @@ def eat_cow(api):
     return hunt(api, "cow")
 ''', HUNT),
     _skill('''
+def fight_zombie(api):
+    """Face the nearest visible zombie and hit it until it is defeated (5 hits bare-handed, fewer with a
+    sword); it hits back for 2 every few steps."""
+    return hunt(api, "zombie")
+''', HUNT),
+    _skill('''
 def sleep_when_tired(api):
     """Sleep until energy is full and the player wakes up; True if energy went up. A zombie deals 7
     damage to a sleeper, so it does not start with one in view unless walled in, and stops when hurt.
@@ -270,8 +277,11 @@ VARIANTS: dict[str, dict[str, CodeAction]] = {
 
 
 def variants(name: str) -> dict[str, CodeAction]:
-    """Every hand-written version of skill `name` by variant name, "reference" first; {} if no such skill."""
-    return {"reference": SKILLS[name], **VARIANTS.get(name, {})} if name in SKILLS else {}
+    """Every hand-written version of skill `name` by variant name, "reference" first, each with where it can
+    start (a search variant looks for its target itself, so it does not wait for it to be in view); {} if no
+    such skill."""
+    found = {"reference": SKILLS[name], **VARIANTS.get(name, {})} if name in SKILLS else {}
+    return {v: dataclasses.replace(a, initiation=initiation_of(name, in_view=v != "search")) for v, a in found.items()}
 
 
 def variant_of(name: str, source: str) -> str | None:
@@ -297,6 +307,7 @@ STEPS: dict[str, tuple[str | None, str]] = {
     "collect_iron": ("iron", "mine_iron"), "make_iron_pickaxe": (None, "make_iron_pickaxe"),
     "make_iron_sword": (None, "make_iron_sword"), "collect_diamond": ("diamond", "mine_diamond"),
     "collect_drink": ("water", "drink_water"), "eat_cow": ("cow", "eat_cow"),
+    "defeat_zombie": ("zombie", "fight_zombie"),
     "collect_sapling": (None, "collect_sapling"), "place_plant": (None, "place_plant"),
     "wake_up": (None, "sleep_when_tired"),
 }
@@ -305,8 +316,6 @@ STEPS: dict[str, tuple[str | None, str]] = {
 RL_ONLY: dict[str, tuple[str, str]] = {
     "eat_plant": ("guard_and_eat_plant", "Stay near the planted sapling and keep zombies and cows away from "
                   "it until it is ripe (it looks different), then face it and `do` to eat it."),
-    "defeat_zombie": ("fight_zombie", "Find a zombie (on grass, mostly at night), face it and hit it until "
-                      "it dies (5 hits bare-handed), stepping away to recover when health is low."),
     "defeat_skeleton": ("fight_skeleton", "Find a skeleton in the dark cave tunnels, get next to it while "
                         "dodging its arrows, and hit it until it dies."),
     "wake_up": ("wait_until_tired", "Keep the player safe (away from zombies and lava) until energy drops "
@@ -316,6 +325,8 @@ RL_ONLY: dict[str, tuple[str, str]] = {
                 "can make progress."),
 }
 
+FEND_OFF = ("When a zombie comes near, face it and hit it until it dies (5 hits bare-handed; it hits for 2 every "
+            "few steps) or walk away from it, then go on with the task.")
 CODE_REASON = ("Once its target or station is in view this is a fixed procedure over the API (walk, face, "
                "act, check the inventory): code does it reliably in a few steps, while RL would need many "
                "samples to learn the same exact action sequence.")
@@ -330,6 +341,25 @@ SHAPING = {"collect_wood": ("wood", 0.1), "collect_stone": ("stone", 0.1), "coll
            "collect_iron": ("iron", 0.2), "collect_sapling": ("sapling", 0.1),
            "make_wood_pickaxe": ("wood_pickaxe", 0.2), "make_stone_pickaxe": ("stone_pickaxe", 0.2),
            "make_iron_pickaxe": ("iron_pickaxe", 0.3)}
+
+
+def initiation_of(skill: str, in_view: bool = True) -> dict:
+    """Where a skill can start, from Crafter's rules (data.yaml): what its recipe uses and the stations it
+    needs in view, or the tool its target needs and the target in view ({} for sleeping: "energy below
+    full" is not a condition the menu has). Each skill returns False at once outside these states."""
+    achievement = next(a for a, (_, name) in STEPS.items() if name == skill)
+    verb, _, thing = achievement.partition("_")
+    if verb == "make":
+        need, cells = dict(C.make[thing]["uses"]), list(C.make[thing]["nearby"])
+    elif verb == "place":
+        need, cells = dict(C.place[thing]["uses"]), []
+    elif verb == "collect":
+        source = next(m for m, rule in C.collect.items() if thing in rule["receive"])  # wood: tree, drink: water
+        need, cells = dict(C.collect[source]["require"]), [source]
+    else:
+        need, cells = {}, [STEPS[achievement][0]] if STEPS[achievement][0] else []  # fight_zombie: a zombie
+    initiation = {"inventory": need} if need else {}
+    return initiation | ({"in_view": cells} if cells and in_view else {})
 
 
 FOUND = {"tree": "wood", "stone": "stone", "coal": "coal", "iron": "iron", "diamond": "diamond"}  # target -> item
@@ -371,10 +401,12 @@ def reference_plan(task_name: str) -> dict:
         if a in STEPS:
             skill = SKILLS[STEPS[a][1]]
             subactions.append({"name": skill.name, "how": "code", "spec": _code_spec(skill),
-                               "reason": CODE_REASON})
+                               "reason": CODE_REASON, "initiation": initiation_of(skill.name)})
     if task.name in RL_ONLY:
         name, spec = RL_ONLY[task.name]
         subactions.append({"name": name, "how": "rl", "spec": spec, "reason": RL_REASON})
+    if "defeat_zombie" not in chain:  # zombies roam the grass in every task: fending them off starts as RL's
+        subactions.append({"name": "fight_zombie", "how": "rl", "spec": FEND_OFF, "reason": RL_REASON})
     shaping = dict(SHAPING[a] for a in chain[:-1] if a in SHAPING) if task.achievement else {}
     mask = [] if task.achievement is None else [
         f"{verb}_{thing}" for verb, things in (("place", ["stone", "table", "furnace", "plant"]),

@@ -226,7 +226,11 @@ class SlowAgent:
             raise AgentError(f"the hand-written reference plan of {task.name!r} is invalid: {e}") from e
         if feedback is None:
             return plan
-        return previous if previous is not None else apply_feedback(plan, feedback)
+        plan = previous if previous is not None else apply_feedback(plan, feedback)
+        for s in plan.code_subactions:  # a skill the critic moved to code starts where the reference plan's would
+            if is_crafter(task.name) and s.name in skills.SKILLS and not s.initiation:
+                s.initiation = skills.initiation_of(s.name)
+        return plan
 
 
 def plan_messages(task: Task, env_doc: str, feedback: Feedback | None = None,

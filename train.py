@@ -178,7 +178,7 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
             tqdm.write(f"[iter {k + 1}] no working code for {sub.name!r}: it is left to RL{saved}")
             library.active.pop(sub.name, None)
             continue
-        action = library.add(sub.name, action, sub.initiation)
+        action = library.add(sub.name, action, action.initiation if variant else sub.initiation)  # the variant's own
         (it_dir / "skills" / f"{action.name}.py").write_text(action.source)
     for name in [n for n in library.active if n not in {s.name for s in subs}]:
         library.active.pop(name)  # the plan moved it to RL: masked from now on

@@ -255,8 +255,11 @@ def test_an_interrupted_cell_stops_the_command_and_starts_no_other(tmp_path, mon
     assert len(calls) == 1 and not (tmp_path / "results").exists()
 
 
-def pages(root: Path, text: str = "# Results\n\nbefore\n\n<!-- results:start -->\nold\n<!-- results:end -->\n\nafter\n",
-          readme: str = "# rlgpt\n\nintro\n\n<!-- headline:start -->\nold\n<!-- headline:end -->\n\nmore\n") -> Path:
+OLD_RESULTS = "# Results\n\nbefore\n\n<!-- results:start -->\nSTALE-SECTION\n<!-- results:end -->\n\nafter\n"
+OLD_README = "# rlgpt\n\nintro\n\n<!-- headline:start -->\nSTALE-SECTION\n<!-- headline:end -->\n\nmore\n"
+
+
+def pages(root: Path, text: str = OLD_RESULTS, readme: str = OLD_README) -> Path:
     """The two pages --table writes, as the repository has them: docs/results.md (returned) and README.md."""
     (root / "docs").mkdir(parents=True, exist_ok=True)
     (root / "docs" / "results.md").write_text(text)
@@ -288,7 +291,8 @@ def test_v1_results_of_the_modes_the_slow_loop_changed_are_stale_rl_and_code_sta
     monkeypatch.setattr(A.subprocess, "Popen", FakeTrain(calls))
     A.execute(cells, out, results, [])
     assert [c[c.index("--mode") + 1] for c in calls] == ["rl+config", "rlgpt"]
-    assert [p.name for p in out.iterdir()] == [f"v{G.RESULTS_VERSION['rlgpt']}"] != ["v1"]  # a fresh directory
+    fresh = sorted({f"v{G.RESULTS_VERSION[m]}" for m in ("rl+config", "rlgpt")})
+    assert sorted(p.name for p in out.iterdir()) == fresh and "v1" not in fresh  # fresh directories
     # the committed v1 results (whichever are left: re-runs replace them) split the same way, and the results
     # page lists exactly the stale ones
     v1 = [r for r in G.load(REPO / "bench" / "results") if r["results_version"] == 1]

@@ -337,6 +337,22 @@ def test_on_crafter_the_rule_based_critic_acts_on_the_achievements_and_the_death
     assert "never unlocked: collect_coal" in fb.summary  # what is never or rarely unlocked is said
 
 
+def test_when_failed_episodes_die_of_zombies_the_rule_based_critic_codes_fighting_them():
+    plan = reference("make_wood_pickaxe")
+    assert next(s for s in plan.subactions if s.name == "fight_zombie").how == "rl"
+    code = [skills.skill_for(s.name) for s in plan.code_subactions]
+    rows = crafter_rows(100, {"collect_wood": 0.9, "place_table": 0.9, "make_wood_pickaxe": 0.6},
+                        {"success": 60, "died: zombie": 30, "time limit": 10})
+    stats = {**stats_with({}), "task": "make_wood_pickaxe", "success_rate": 0.6,
+             "ends": episode_ends("make_wood_pickaxe", rows)}
+    fb = rule_based_critique(plan, code, stats)
+    assert fb.to_code == ["fight_zombie"]
+    assert any("30 of 40 failed episodes ended as 'died: zombie'" in r for r in fb.reasons)
+    replanned = SlowAgent(None).plan(get_task("make_wood_pickaxe"), "", feedback=fb, previous=plan)
+    moved = next(s for s in replanned.subactions if s.name == "fight_zombie")
+    assert moved.how == "code" and moved.initiation == {"in_view": ["zombie"]}  # masked while none is in view
+
+
 def test_a_crafter_episode_row_says_how_the_episode_ended():
     env = make_env("crafter", 0, max_steps=3)
     env.reset(seed=1)

@@ -28,7 +28,7 @@ def test_table_shows_mean_spread_and_counts_lists_missing_and_stale_cells(tmp_pa
     assert A.main(["--table"]) == 0
     text = md.read_text()
     assert text.startswith("# Results\n\nbefore\n\n<!-- results:start -->") and text.endswith("-->\n\nafter\n")
-    assert "old" not in text
+    assert "STALE-SECTION" not in text
     # rl: mean 0.5, sd sqrt((0.3^2 + 0.1^2 + 0.4^2) / 2) = 0.36, 60 episodes; rlgpt: mean 0.8, sd 0.1, 15
     train, _ = row_of(text, "collect_wood", "50000")
     assert train[2 + G.MODES.index("rl")] == "0.50 ± 0.36 (n=3, 60 ep)"
@@ -148,7 +148,7 @@ def test_readme_gets_the_small_table_and_the_check_covers_it(tmp_path, monkeypat
     assert A.main(["--table"]) == 0
     readme = (tmp_path / "README.md").read_text()
     assert readme.startswith("# rlgpt\n\nintro\n\n<!-- headline:start -->") and readme.endswith("-->\n\nmore\n")
-    assert "old" not in readme and "4 of 55 grid cells have a result" in readme
+    assert "STALE-SECTION" not in readme and "4 of 55 grid cells have a result" in readme
     assert row_of(readme, "collect_wood", "50000")[0][2:] == ["—", "—", "—", "0.60 ± 0.14 (n=2, 20 ep)"]
     # crafter's row: rl and code have cells without a result, rl+config has no crafter cell
     assert row_of(readme, "crafter: Crafter score", "1000000")[0][2:] == [
