@@ -64,8 +64,8 @@ TRAIN, EVAL = 0, 1  # seed streams: training worlds get even world seeds, evalua
 def world_seed(run_seed: int, stream: int, rank: int, index: int, episode: int) -> int:
     """The seed Crafter generates one episode's world from, in [0, 2**31 - 1) as Crafter's own are.
 
-    A SeedSequence hash of the five numbers, so nearby run seeds give unrelated worlds (the reset seeds
-    `seed + i` PPO used to give made `--seed 1` and `--seed 2` play mostly the same worlds). Its parity is the stream,
+    A SeedSequence hash of the five numbers, so nearby run seeds give unrelated worlds (reset seeds
+    `seed + i` would make `--seed 1` and `--seed 2` play mostly the same worlds). Its parity is the stream,
     so a training world and an evaluation world are never the same; within a stream two episodes share
     a world only by a 30-bit hash collision (about 1 in 20 for 10,000 episodes against 10,000 others).
     """

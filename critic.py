@@ -27,8 +27,8 @@ from core import CodeAction, Plan
 from env import get_task
 
 _STR, _STRS = {"type": "string"}, {"type": "array", "items": {"type": "string"}}
-# summary, to_code, to_rl and fixes are required, as they always were; the acting critic's fields are
-# optional, so an LLM reply without them still parses (and changes nothing but the moves and fixes)
+# summary, to_code, to_rl and fixes are required; the acting critic's fields are optional, so an LLM reply
+# without them still parses (and changes nothing but the moves and fixes)
 FEEDBACK_SCHEMA = {"type": "object", "required": ["summary", "to_code", "to_rl", "fixes"], "properties": {
     "summary": _STR, "to_code": _STRS, "to_rl": _STRS,
     "fixes": {"type": "object", "additionalProperties": {"type": "string"}},

@@ -1,4 +1,4 @@
-"""Code actions' training throughput next to plain PPO's, side by side in one run (issue 26):
+"""Code actions' training throughput next to plain PPO's, side by side in one run:
 
     python -m bench.code_sps                  # collect_stone and crafter, 3 rounds x 2048 env steps a mode
     python -m bench.code_sps --tasks collect_wood --steps 2048 --rounds 2   # a quick look

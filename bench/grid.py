@@ -22,7 +22,7 @@ the results page.
 
 The modes separate the two things RL-GPT adds to PPO: `rl+config` is plain PPO with the plan's action
 mask and reward shaping but no code action, so rl -> rl+config measures the plan's RL config alone and
-rl+config -> rlgpt the code actions alone. The slow-loop grid (issue 15) measures the slow loop: `rlgpt`
+rl+config -> rlgpt the code actions alone. The slow-loop grid measures the slow loop: `rlgpt`
 (train.py's default `--iterations 3`) against `rlgpt-1iter`, i.e. `rlgpt` run with `--iterations 1` (one
 plan, the critic never acts), at 300k env steps. `rlgpt-1iter` is rlgpt's control: bump both together.
 """

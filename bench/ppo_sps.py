@@ -1,4 +1,4 @@
-"""Training throughput, measured side by side in one run (issue 13):
+"""Training throughput, measured side by side in one run:
 
     python -m bench.ppo_sps                         # collect_wood, 8 envs x 128 steps, 4 x 4, 16384 steps each
     python -m bench.ppo_sps --steps 4096 --rounds 2 # a quick look

@@ -7,7 +7,7 @@ Both generate the same worlds (tests/test_fastcrafter_worldgen.py checks it); th
 on the same seeds after a warm-up (numba compiled or loaded from its cache), in rounds that alternate
 between the two so that other load on the machine hits both alike. Each timing covers generate_world alone
 on a freshly reset World with its Player; it is taken in this process's CPU time, which that load barely
-disturbs. The ratio line is the resets/s target of issue 13 for world generation (>= 10x, aim 15x).
+disturbs. The ratio line is the resets/s target for world generation (>= 10x, aim 15x).
 """
 
 import argparse

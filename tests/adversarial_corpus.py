@@ -206,8 +206,8 @@ CORPUS: list[Case] = [
     _case("return_generator", "return (api.step() for _ in range(10))", "error"),
 ]
 
-# The trainer's own safety, beyond the checks: each of these hurt the training process when code ran
-# in it (issue 18). Now they run in a worker process that is killed when a single C call overruns.
+# The trainer's own safety, beyond the checks: each of these would hurt a training process that ran the
+# code itself; they run in a worker process, killed when a single C call overruns.
 _DEEP = "x = []\nfor _ in range(20000):\n    x = [x]\n"  # nested deeper than any recursive repr allows
 _COLUMNS = "\n".join(f"c{j} = ([-1] * {2 ** j} + [-2] * {2 ** j}) * {2 ** (15 - j)}" for j in range(16))
 _COLLIDING = _COLUMNS + "\nkeys = list(zip(" + ", ".join(f"c{j}" for j in range(16)) + "))\n"  # hash(-1) == hash(-2)
