@@ -216,6 +216,15 @@ FEEDBACK = json.dumps({"summary": "chop_tree divides by zero", "to_code": [], "t
                        "fixes": {"chop_tree": "guard the division"}})
 
 
+def test_the_plan_prompt_offers_an_initiation_over_the_games_items_and_cells():
+    with FakeLLMServer([plan_json()]) as srv:
+        SlowAgent(client(srv)).plan(get_task("make_wood_pickaxe"), DOC)
+    user = srv.requests[0].json["messages"][-1]["content"]
+    assert '"initiation": {"inventory": {item: held at least this many}, "in_view": [' in user
+    assert "water, grass, stone, path, sand, tree" in user and "zombie, skeleton, arrow, plant, ripe_plant" in user
+    assert "the options framework's initiation set" in user
+
+
 def test_critic_prompt_contains_the_real_per_code_action_statistics():
     with FakeLLMServer([FEEDBACK]) as srv:
         fb = SlowAgent(client(srv)).critique(PLAN, [skills.skill_for("chop_tree")], STATS)
