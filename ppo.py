@@ -3,12 +3,10 @@
 This is the RL half of RL-GPT: the policy picks among the 17 Crafter primitives plus any accepted
 code actions (macro actions that run k primitive steps). Everything follows the PPO details of
 Huang et al. ("The 37 implementation details of PPO") with three additions:
-  * semi-MDP returns: a transition that took k primitive steps brings the env's discounted reward
-    sum_i gamma^i r_i (env.CodeActions computes it), its bootstrap is discounted by gamma^k and the GAE
-    trace by (gamma * lambda)^k (see compute_gae),
+  * semi-MDP returns (compute_gae): a transition of k primitive steps brings the env's discounted reward sum gamma^i r_i
+    (env.CodeActions computes it); its bootstrap is discounted by gamma^k, its GAE trace by (gamma * lambda)^k,
   * truncated episodes bootstrap from V(final_obs) instead of being treated as terminal,
-  * `Agent.extend(k)` (policy.py, the network) adds k logits without changing the old ones; PPO pads
-    the Adam moments.
+  * `Agent.extend(k)` (policy.py, the network) adds k logits without changing the old ones; PPO pads the Adam moments.
 
 Use it from Python (train.py calls train() once per RL-GPT iteration, on the same envs):
 
@@ -17,12 +15,11 @@ Use it from Python (train.py calls train() once per RL-GPT iteration, on the sam
     ppo = PPO(agent, PPOConfig(), device="cuda", total_steps=1_000_000)
     stats = ppo.train(envs, 100_000, on_log=lambda metrics, step: ...)
 
-The env budget, SPS and `global_step` always count primitive env steps (sum of info["prim_steps"]).
-PPO never seeds an env: the env's own seeding decides its worlds (env.make_vec_env). On CUDA the rollout
-loop waits for the GPU once per vector step, for the sampled actions env.step needs; rewards, step
-counts and done flags stay in NumPy and go to the device once per rollout. Under torchrun PPO stays one
-run: steps and episode stats are summed over the ranks, gradients averaged, weights broadcast from rank 0
-(distributed.py); without torch.distributed nothing here changes.
+The env budget, SPS and `global_step` always count primitive env steps (sum of info["prim_steps"]). PPO never seeds
+an env: the env's own seeding decides its worlds (env.make_vec_env). On CUDA the rollout loop waits for the GPU once
+per vector step, for the sampled actions env.step needs; rewards, step counts and done flags stay in NumPy and go to
+the device once per rollout. Under torchrun PPO stays one run: steps and episode stats are summed over the ranks,
+gradients averaged, weights broadcast from rank 0 (distributed.py); without torch.distributed nothing here changes.
 """
 
 from __future__ import annotations
@@ -30,7 +27,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 import gymnasium as gym
 import numpy as np
@@ -56,7 +53,7 @@ class PPOConfig:
     gamma: float = 0.99
     """discount per primitive step; a k-step macro action is discounted by gamma**k"""
     gae_lambda: float = 0.95
-    """GAE lambda, applied once per decision"""
+    """GAE lambda, per primitive step: a k-step decision's trace decays by (gamma * lambda)**k"""
     norm_adv: bool = True
     """normalise advantages per minibatch"""
     clip_coef: float = 0.2
@@ -81,20 +78,18 @@ class PPOConfig:
 def compute_gae(rewards: torch.Tensor, values: torch.Tensor, next_values: torch.Tensor,
                 terminated: torch.Tensor, dones: torch.Tensor, k_steps: torch.Tensor, gamma: float,
                 gae_lambda: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """GAE over (T, N) tensors of decisions. rewards[t] is the semi-MDP return sum_i gamma^i r_i of a
-    transition of k_steps[t] primitive steps; next_values[t] is V of the observation after it
-    (V(final_obs) when the episode ended there); terminated zeroes that bootstrap, dones (terminated
-    or truncated) cuts the trace:
+    """GAE over (T, N) tensors of decisions. rewards[t] is the semi-MDP return sum_i gamma^i r_i of a transition of
+    k_steps[t] primitive steps; next_values[t] is V of the observation after it (V(final_obs) when the episode
+    ended there); terminated zeroes that bootstrap, dones (terminated or truncated) cuts the trace:
 
         delta_t = R_t + gamma^k_t * V(s_t+1) - V(s_t),    A_t = delta_t + (gamma * lambda)^k_t * A_t+1
 
-    lambda decays once per primitive step, not once per decision: the lambda-return then weighs the
-    returns ahead by how much env time lies between them, as GAE of a primitive policy does, whatever
-    the policy's mix of primitive and code actions. (lambda once per decision, gamma^k * lambda, is
-    also a consistent lambda-return, but over decisions: a 64-step code action would pass credit 64
-    times further in env time than a primitive step, so the bias-variance trade-off would change with
-    the actions chosen.) The n-step returns that would end inside a code action cannot be formed (no
-    value there); their weight falls on the return that ends with it."""
+    lambda decays once per primitive step, not once per decision: the lambda-return then weighs the returns ahead by
+    how much env time lies between them, as GAE of a primitive policy does, whatever the policy's mix of primitive
+    and code actions. (lambda once per decision, gamma^k * lambda, is also a consistent lambda-return, but over
+    decisions: a 64-step code action would pass credit 64 times further in env time than a primitive step, so the
+    bias-variance trade-off would change with the actions chosen.) The n-step returns that would end inside a code
+    action cannot be formed (no value there); their weight falls on the return that ends with it."""
     discounts = gamma ** k_steps
     trace = (gamma * gae_lambda) ** k_steps
     advantages = torch.zeros_like(rewards)
@@ -139,8 +134,28 @@ def step_info(infos: dict, key: str, default, n: int) -> np.ndarray:
     return out
 
 
+@dataclass
+class Rollout:
+    """One rollout's (T, N, ...) buffers, allocated once per train() call; what the envs return stays in NumPy."""
+    obs: Obs
+    actions: torch.Tensor
+    logprobs: torch.Tensor
+    values: torch.Tensor
+    next_values: torch.Tensor  # V(obs after the decision): V(final_obs) by _rollout where truncated, else _advantages
+    rewards: np.ndarray  # semi-MDP returns sum_i gamma^i r_i
+    terminated: np.ndarray
+    dones: np.ndarray  # terminated or truncated
+    k_steps: np.ndarray  # primitive steps each decision took
+    masks: torch.Tensor  # (T, N, n_act) bool: what each decision could choose, so the update scores it under that
+
+    def map(self, fn: Callable) -> Rollout:
+        """fn applied to every buffer (to dict observations key by key): the steps a rollout used, the flat batch."""
+        each = lambda x: {k: fn(v) for k, v in x.items()} if isinstance(x, dict) else fn(x)
+        return Rollout(**{f.name: each(getattr(self, f.name)) for f in fields(self)})
+
+
 class PPO:
-    """Owns the optimizer, rollout storage and the step counter; keeps them across train() calls."""
+    """Owns the optimizer, the step counter and the envs' current observations; keeps them across train() calls."""
 
     def __init__(self, agent: Agent, cfg: PPOConfig, device: str | torch.device = "cpu",
                  total_steps: int | None = None):
@@ -150,8 +165,7 @@ class PPO:
         # foreach (CUDA's default) on the CPU too: the same numbers, bit for bit, at half the time a step
         self.optimizer = torch.optim.Adam(agent.parameters(), lr=cfg.learning_rate, eps=1e-5, foreach=True)
         self.bf16 = use_bf16(cfg.precision, self.device)
-        self.global_step = 0
-        self.envs = None
+        self.global_step, self.envs = 0, None
         self.next_obs: Obs | None = None  # current observation batch; also handy for Agent.extend
 
     # ---- helpers -------------------------------------------------------------------------
@@ -162,9 +176,8 @@ class PPO:
         return {k: to(v) for k, v in obs.items()} if isinstance(obs, dict) else to(obs)
 
     def _sync_optimizer(self) -> None:
-        """After Agent.extend, pad Adam's moments to the grown parameters: old rows keep theirs,
-        new rows get exp_avg 0 and the mean exp_avg_sq of the old rows (so their first steps are
-        the usual size, not sqrt(1/(1-beta2)) times larger)."""
+        """After Agent.extend, pad Adam's moments to the grown parameters: old rows keep theirs, new rows get exp_avg 0
+        and the old rows' mean exp_avg_sq, so their first steps are usual-sized, not sqrt(1/(1-beta2)) times larger."""
         for p, state in self.optimizer.state.items():
             for name in ("exp_avg", "exp_avg_sq"):
                 m = state.get(name)
@@ -180,26 +193,25 @@ class PPO:
             return max(0.0, 1.0 - (self.global_step - call_start) / call_steps)
         return max(0.0, 1.0 - self.global_step / self.total_steps)
 
-    # ---- main loop -----------------------------------------------------------------------
+    # ---- main loop: rollout -> advantages (GAE) -> update ---------------------------------
     def train(self, envs: gym.vector.VectorEnv, steps: int, *, action_mask: np.ndarray | None = None,
+              on_step: Callable[[np.ndarray, dict], None] | None = None, progress: Callable[[int], None] | None = None,
               on_log: Callable[[dict, int], None] | None = None,
-              on_step: Callable[[np.ndarray, dict], None] | None = None,
-              progress: Callable[[int], None] | None = None,
               on_update: Callable[[int], np.ndarray | None] | None = None) -> dict:
-        """Collect rollouts and update until `steps` more primitive env steps are done; returns this
-        call's episode stats (episodes that finished in it).
-
-        Envs live across calls: an env PPO has stepped before is never reset, so no episode is cut by
-        the end of a call, a checkpoint or new code actions (grow the envs in place with
-        env.set_vec_code_actions and the agent with Agent.extend). A new env is reset once, without a
-        seed. The call's last rollout ends where the budget is spent (within one vector step) and is
-        learned from like any other: GAE bootstraps from V(next obs) there, as at every rollout
-        boundary, and the next call goes on with the same episodes. `on_update(global_step)` runs after
-        every update, at a rollout boundary, where nothing is in flight: checkpoint there and learning is
-        the same as without checkpoints; a mask it returns replaces `action_mask` from then on. The
-        learning rate anneals over `total_steps` of the whole run (iterations do not restart it)."""
+        """Collect rollouts and update until `steps` more primitive env steps are done; returns the stats of the
+        episodes that finished in this call. Envs live across calls: an env PPO has stepped before is never reset
+        (grow it in place with env.set_vec_code_actions, the agent with Agent.extend), so neither a call's end, a
+        checkpoint nor new code actions cut an episode; a new env is reset once, without a seed. The last rollout
+        ends within one vector step of the budget and is learned from like any other: GAE bootstraps from V(next obs)
+        there, as at every rollout boundary. The learning rate anneals over the whole run's `total_steps`.
+        `action_mask` ((n_act,) or (n_env, n_act) bool): what the plan allows in every state; the envs' own per-state
+        masks (code actions' initiation conditions) are and-ed with it. Hooks (all optional):
+          on_step(actions, infos), progress(primitive steps, all ranks): after every vector step;
+          on_log(metrics, global_step): after every update, with CleanRL's loss and chart names;
+          on_update(global_step): then, at a rollout boundary where nothing is in flight, so a checkpoint there
+            learns the same as none; a mask it returns replaces action_mask (e.g. the curriculum moved on)."""
         cfg, agent, dev = self.cfg, self.agent, self.device
-        n_env, T, n_act = envs.num_envs, cfg.num_steps, agent.n_actions
+        n_env, T, n_act, space = envs.num_envs, cfg.num_steps, agent.n_actions, envs.single_observation_space
         assert envs.single_action_space.n == n_act, "env and agent disagree on the number of actions"
         self._sync_optimizer()
         if envs is not self.envs:  # a new env: its first episodes; its own seeds decide the worlds
@@ -207,83 +219,21 @@ class PPO:
         D.broadcast_weights(agent)  # after extend() or a resume: every rank continues from rank 0's weights
         mask = _as_mask(action_mask, n_env, n_act, dev)  # the plan's, the same in every state
         env_mask = _env_mask(_call(envs, "action_mask"), dev)  # code actions' initiation conditions, per state
+        zeros = lambda shape=(), dtype=torch.float32: torch.zeros((T, n_env, *shape), dtype=dtype, device=dev)
+        obs = ({k: zeros(s.shape, self.next_obs[k].dtype) for k, s in space.items()}
+               if isinstance(space, gym.spaces.Dict) else zeros(space.shape))
+        buf = Rollout(obs, *(zeros() for _ in range(4)), *(np.zeros((T, n_env), np.float32) for _ in range(4)),
+                      torch.ones((T, n_env, n_act), dtype=torch.bool, device=dev))
 
-        # storage (T, N, ...): what the agent computes stays on the device, what the envs return in NumPy
-        space = envs.single_observation_space
-        if isinstance(space, gym.spaces.Dict):
-            obs_buf = {k: torch.zeros((T, n_env, *s.shape), dtype=self.next_obs[k].dtype, device=dev)
-                       for k, s in space.items()}
-        else:
-            obs_buf = torch.zeros((T, n_env, *space.shape), dtype=torch.float32, device=dev)
-        actions, logprobs, values, next_values = (torch.zeros((T, n_env), device=dev) for _ in range(4))
-        rewards, terminated, dones, k_steps = (np.zeros((T, n_env), np.float32) for _ in range(4))
-        masks = torch.ones((T, n_env, n_act), dtype=torch.bool, device=dev)  # what each decision could choose
-
-        start_step, t0 = self.global_step, time.time()
-        episodes: list[tuple[float, int, float]] = []
+        start_step, t0, episodes = self.global_step, time.time(), []  # episodes: (return, length, success)
         while self.global_step - start_step < steps:
             if cfg.anneal_lr:
                 self.optimizer.param_groups[0]["lr"] = cfg.learning_rate * self._lr_frac(start_step, steps)
-            n_before, used, final_values = len(episodes), T, []
-            for t in range(T):
-                if isinstance(obs_buf, dict):
-                    for k in obs_buf:
-                        obs_buf[k][t] = self.next_obs[k]
-                else:
-                    obs_buf[t] = self.next_obs
-                step_mask = mask if env_mask is None else env_mask if mask is None else mask & env_mask
-                if step_mask is not None:
-                    masks[t] = step_mask  # the update scores each action under the mask it was chosen under
-                action, logprob, value = agent.act(self.next_obs, step_mask)
-                actions[t], logprobs[t], values[t] = action, logprob, value
-                act_np = action.cpu().numpy()  # the one wait for the GPU per vector step
-                obs, reward, term, trunc, infos = envs.step(act_np)
-                final = infos.get("final_info", {})
-                k_steps[t] = step_info(infos, "prim_steps", 1, n_env)
-                self.next_obs = self._to_tensor(obs)
-                if "action_mask" in infos:
-                    env_mask = _env_mask([infos["action_mask"]], dev)
-                rewards[t], terminated[t], dones[t] = reward, term, term | trunc
-                trunc_only = np.flatnonzero(trunc & ~term)
-                if len(trunc_only):  # bootstrap truncated episodes from their real last observation
-                    fo = [infos["final_obs"][i] for i in trunc_only]
-                    fo = ({k: np.stack([o[k] for o in fo]) for k in fo[0]} if isinstance(fo[0], dict)
-                          else np.stack(fo))
-                    with torch.no_grad():
-                        final_values.append((t, trunc_only, agent.get_value(self._to_tensor(fo))))
-                if "episode" in final:
-                    ep = final["episode"]
-                    for i in np.flatnonzero(final["_episode"]):
-                        ok = float(ep["success"][i]) if "success" in ep else float("nan")
-                        episodes.append((float(ep["r"][i]), int(ep["l"][i]), ok))
-                n_new = D.sum_over_ranks(int(k_steps[t].sum()))  # the budget is global: one count on all ranks
-                self.global_step += n_new
-                if on_step is not None:
-                    on_step(act_np, infos)
-                if progress is not None:
-                    progress(n_new)
-                if self.global_step - start_step >= steps:  # budget spent: learn from the partial rollout
-                    used = t + 1
-                    break
-
-            cut = lambda x, used=used: x[:used]  # (T, N, ...) -> (used, N, ...)
-            host = lambda x, used=used: torch.as_tensor(x[:used], device=dev)  # once per rollout
-            with torch.no_grad():
-                for t, idx, v in final_values:
-                    next_values[t, torch.as_tensor(idx, device=dev)] = v
-                next_value = agent.get_value(self.next_obs)
-                nv = torch.cat([values[1:used], next_value[None]])
-                done = host(dones)
-                next_values[:used] = torch.where(done.bool(), next_values[:used], nv)
-                advantages, returns = compute_gae(host(rewards), cut(values), cut(next_values), host(terminated),
-                                                  done, host(k_steps), cfg.gamma, cfg.gae_lambda)
-            obs_used = {k: cut(v) for k, v in obs_buf.items()} if isinstance(obs_buf, dict) else cut(obs_buf)
-            masked = mask is not None or env_mask is not None
-            metrics = self._update(obs_used, cut(actions).long(), cut(logprobs), cut(values), advantages, returns,
-                                   cut(masks) if masked else None)
-            episodes[n_before:] = D.all_gather(episodes[n_before:])
+            batch, new, env_mask = self._rollout(envs, buf, start_step + steps, mask, env_mask, on_step, progress)
+            advantages, returns = self._advantages(batch)
+            metrics = self._update(batch, advantages, returns, mask is not None or env_mask is not None)
+            episodes += new
             if on_log is not None:
-                new = episodes[n_before:]
                 if new:
                     r, length, ok = np.array(new).T
                     metrics["charts/episodic_return"] = float(r.mean())
@@ -295,29 +245,78 @@ class PPO:
                 metrics["charts/SPS"] = int((self.global_step - start_step) / (time.time() - t0))
                 on_log(metrics, self.global_step)
             if on_update is not None and (new_mask := on_update(self.global_step)) is not None:
-                mask = _as_mask(new_mask, n_env, n_act, dev)  # e.g. the curriculum moved on
+                mask = _as_mask(new_mask, n_env, n_act, dev)
 
         r, length, ok = np.array(episodes).T if episodes else (np.array([np.nan]),) * 3
-        known = ~np.isnan(ok)
-        return {"episodes": len(episodes), "mean_return": float(np.mean(r)),
-                "mean_length": float(np.mean(length)),
+        known, done = ~np.isnan(ok), self.global_step - start_step
+        return {"episodes": len(episodes), "mean_return": float(np.mean(r)), "mean_length": float(np.mean(length)),
                 "success_rate": float(np.mean(ok[known])) if known.any() else float("nan"),
-                "success_episodes": int(known.sum()),
-                "env_steps": self.global_step - start_step,
-                "sps": (self.global_step - start_step) / (time.time() - t0)}
+                "success_episodes": int(known.sum()), "env_steps": done, "sps": done / (time.time() - t0)}
 
-    def _update(self, obs_buf: Obs, actions, logprobs, values, advantages, returns,
-                masks: torch.Tensor | None) -> dict:
-        """PPO epochs over the flattened rollout (`masks`: (T, N, n_act), what each decision could choose);
-        returns CleanRL-named loss metrics."""
+    @torch.no_grad()
+    def _rollout(self, envs: gym.vector.VectorEnv, buf: Rollout, until: int, mask: torch.Tensor | None,
+                 env_mask: torch.Tensor | None, on_step, progress) -> tuple[Rollout, list, torch.Tensor | None]:
+        """Up to num_steps vector steps into `buf` (fewer once global_step reaches `until`, the budget); returns the
+        steps filled (views of `buf`), episodes any rank finished and the envs' latest mask, for the next rollout."""
+        agent, dev, n_env, episodes = self.agent, self.device, envs.num_envs, []
+        for t in range(self.cfg.num_steps):
+            if isinstance(buf.obs, dict):
+                for k in buf.obs:
+                    buf.obs[k][t] = self.next_obs[k]
+            else:
+                buf.obs[t] = self.next_obs
+            step_mask = mask if env_mask is None else env_mask if mask is None else mask & env_mask
+            if step_mask is not None:
+                buf.masks[t] = step_mask
+            action, logprob, value = agent.act(self.next_obs, step_mask)
+            buf.actions[t], buf.logprobs[t], buf.values[t] = action, logprob, value
+            act_np = action.cpu().numpy()  # the one wait for the GPU per vector step
+            obs, reward, term, trunc, infos = envs.step(act_np)
+            buf.k_steps[t] = step_info(infos, "prim_steps", 1, n_env)
+            self.next_obs = self._to_tensor(obs)
+            if "action_mask" in infos:
+                env_mask = _env_mask([infos["action_mask"]], dev)
+            buf.rewards[t], buf.terminated[t], buf.dones[t] = reward, term, term | trunc
+            trunc_only = np.flatnonzero(trunc & ~term)
+            if len(trunc_only):  # bootstrap truncated episodes from their real last observation
+                fo = [infos["final_obs"][i] for i in trunc_only]
+                fo = {k: np.stack([o[k] for o in fo]) for k in fo[0]} if isinstance(fo[0], dict) else np.stack(fo)
+                buf.next_values[t, torch.as_tensor(trunc_only, device=dev)] = agent.get_value(self._to_tensor(fo))
+            if "episode" in (final := infos.get("final_info", {})):
+                ep = final["episode"]
+                for i in np.flatnonzero(final["_episode"]):
+                    ok = float(ep["success"][i]) if "success" in ep else float("nan")
+                    episodes.append((float(ep["r"][i]), int(ep["l"][i]), ok))
+            n_new = D.sum_over_ranks(int(buf.k_steps[t].sum()))  # the budget is global: one count on all ranks
+            self.global_step += n_new
+            if on_step is not None:
+                on_step(act_np, infos)
+            if progress is not None:
+                progress(n_new)
+            if self.global_step >= until:  # budget spent: learn from the partial rollout
+                break
+        return buf.map(lambda x: x[:t + 1]), D.all_gather(episodes), env_mask
+
+    @torch.no_grad()
+    def _advantages(self, batch: Rollout) -> tuple[torch.Tensor, torch.Tensor]:
+        """(advantages, returns) by compute_gae. next_values: V(s_t+1) mid-episode, V(next obs) after the last
+        decision (a rollout boundary cuts no episode); where an episode was truncated, the V(final_obs) _rollout
+        put there; where it terminated, whatever is there (compute_gae zeroes it)."""
+        host = lambda x: torch.as_tensor(x, device=self.device)  # NumPy -> device, once per rollout
+        nv = torch.cat([batch.values[1:], self.agent.get_value(self.next_obs)[None]])
+        done = host(batch.dones)
+        batch.next_values[:] = torch.where(done.bool(), batch.next_values, nv)
+        return compute_gae(host(batch.rewards), batch.values, batch.next_values, host(batch.terminated), done,
+                           host(batch.k_steps), self.cfg.gamma, self.cfg.gae_lambda)
+
+    def _update(self, batch: Rollout, advantages: torch.Tensor, returns: torch.Tensor, masked: bool) -> dict:
+        """PPO epochs over the flattened rollout, scoring each action under the mask it was chosen under
+        (batch.masks) if `masked`; returns CleanRL-named loss metrics."""
         cfg, agent = self.cfg, self.agent
-        T, n_env = actions.shape
-        B = T * n_env
-        flat = lambda x: x.reshape(B, *x.shape[2:])  # (T, N, ...) -> (T*N, ...)
-        b_obs = {k: flat(v) for k, v in obs_buf.items()} if isinstance(obs_buf, dict) else flat(obs_buf)
-        b_actions, b_logprobs, b_values = flat(actions), flat(logprobs), flat(values)
-        b_adv, b_returns = flat(advantages), flat(returns)
-        b_masks = None if masks is None else flat(masks)
+        B = batch.actions.numel()
+        b = batch.map(lambda x: x.reshape(B, *x.shape[2:]))  # (T, N, ...) -> (T*N, ...)
+        b_obs, b_actions, b_logprobs, b_values = b.obs, b.actions.long(), b.logprobs, b.values
+        b_adv, b_returns, b_masks = advantages.reshape(B), returns.reshape(B), b.masks if masked else None
         mb_size = max(1, B // cfg.num_minibatches)  # a budget-cut last rollout can be tiny
         clipfracs, approx_kl, old_approx_kl = [], torch.zeros(()), torch.zeros(())
         for _ in range(cfg.update_epochs):
@@ -338,12 +337,10 @@ class PPO:
                 mb_adv, mb_values, mb_returns = b_adv[idx], b_values[idx], b_returns[idx]
                 if cfg.norm_adv and len(mb_adv) > 1:  # a one-sample minibatch has no spread to normalise by
                     mb_adv = (mb_adv - mb_adv.mean()) / (mb_adv.std() + 1e-8)
-                pg_loss = torch.max(-mb_adv * ratio,
-                                    -mb_adv * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)).mean()
+                pg_loss = torch.max(-mb_adv * ratio, -mb_adv * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)).mean()
                 if cfg.clip_vloss:
                     v_clipped = mb_values + (newvalue - mb_values).clamp(-cfg.clip_coef, cfg.clip_coef)
-                    v_loss = 0.5 * torch.max((newvalue - mb_returns) ** 2,
-                                             (v_clipped - mb_returns) ** 2).mean()
+                    v_loss = 0.5 * torch.max((newvalue - mb_returns) ** 2, (v_clipped - mb_returns) ** 2).mean()
                 else:
                     v_loss = 0.5 * ((newvalue - mb_returns) ** 2).mean()
                 entropy_loss = entropy.mean()
@@ -360,8 +357,7 @@ class PPO:
         explained_var = float("nan") if var_y == 0 else float(1 - np.var(y_true - y_pred) / var_y)
         return {"losses/policy_loss": pg_loss.item(), "losses/value_loss": v_loss.item(),
                 "losses/entropy": entropy_loss.item(), "losses/old_approx_kl": old_approx_kl.item(),
-                "losses/approx_kl": approx_kl.item(),
-                "losses/clipfrac": torch.stack(clipfracs).mean().item(),
+                "losses/approx_kl": approx_kl.item(), "losses/clipfrac": torch.stack(clipfracs).mean().item(),
                 "losses/explained_variance": explained_var}
 
     # ---- checkpoints ---------------------------------------------------------------------
