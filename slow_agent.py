@@ -11,6 +11,9 @@ With `llm=None` the agent is the hand-written library backend: the plan is `skil
 critic.py. Nothing there is LLM output, and it says so. The critic's Feedback, its checks and how it
 changes a plan live in critic.py, for both backends.
 
+What the models read is worded in prompts/ (planner.py, critic.py, the repair note in common.py), with the
+reply schemas; `plan_messages` and `critic_messages` here fill it with the task and the run's numbers.
+
     python slow_agent.py --task collect_diamond      # print the planner's prompt, exactly as sent
     python train.py --task crafter --show-prompt     # the planner's, fast agent's and critic's messages
     python skills.py --task collect_diamond          # the hand-written reference plan of that task
@@ -26,113 +29,39 @@ import minedojo_skills
 import skills
 from core import MAX_SUBACTIONS, SHAPING_RANGE, CodeAction, Plan, Task, api_doc
 from crafter_env import SUBTASK_REWARD
-from critic import (
-    FEEDBACK_SCHEMA,
-    Feedback,
-    apply_feedback,
-    check_feedback,
-    rule_based_critique,
-)
-from critic_prompt import critic_messages
+from critic import Feedback, active_code, apply_feedback, check_feedback, num, rule_based_critique, success_text
 from env import api_for, game_of, get_task, is_crafter
 from llm import LLMError, LLMReplyError
-
-# ----------------------------------------------------------------------------------------------
-# Prompt templates: exactly what the model sees.
-
-PLAN_SYSTEM = """You are the slow agent of RL-GPT, planning for the game {game}. You split a task into \
-sub-actions and decide for each whether it is written as code ("code") or learned by reinforcement \
-learning ("rl"). Code suits a clear procedure over the API (walk to a visible target and act on it, \
-craft, place, repeat an action); RL suits trial and error and reacting to what is seen (exploring, \
-fighting, surviving). Each code sub-action becomes one extra action the RL agent may choose; it \
-always keeps the base actions too."""
-
-PLAN_PROMPT = """Task `{task}`: {description}
-Prerequisite chain (what is normally done first, in order): {chain}
-
-Primitive API that code sub-actions are written against:
-{api_doc}
-
-Base actions of the RL agent: {actions}
-Milestones (what a sub-task can be, each with its own success test): {milestones}
-
-Reply with JSON:
-- "subtasks": {subtasks_rule}
-- "subactions": 1 to {max_subactions} items {{"name": unique snake_case name, "how": "code" or "rl", \
-"spec": one paragraph saying what it must do and when it has succeeded, "reason": why code or rl; \
-optionally "subtask": the sub-task (from "subtasks") it serves, for an "rl" sub-action its own \
-"rl_config" (same menu as below), used on top of the plan's while that sub-task is being trained, and \
-for a "code" sub-action its "initiation": {initiation}}}.
-- "rl_config": only from this menu: "shaping": {{inventory item: reward per unit gained, {lo} to {hi}}} \
-with items from {items}; "mask_actions": base actions the RL agent never needs for this task.
-A "code" sub-action's spec is all its code writer reads, with the API doc above and an example: it never \
-sees the other sub-actions, their specs or their code, so each spec must stand alone (never "as X does"). \
-Its success test must be observable through the API (an inventory count, what view() or in_front() \
-shows), and what it asks must fit in one call's step budget (see "How a code action runs").
-An "initiation" says where a code sub-action can start (the options framework's initiation set): the RL \
-agent may choose it only in states where every condition holds, checked before each of its decisions; \
-without one it may be chosen anywhere. A call that cannot do its job still costs a decision and at least \
-one step, so give the conditions it certainly needs (e.g. a recipe's materials held, its station in \
-view), never one that would hide a state where it could succeed."""
-
-INITIATION_VIEW = ('{{"inventory": {{item: held at least this many}}, "in_view": [names that must all be in the '
-                   'view: {cells}]}}, each part optional')
-INITIATION_INVENTORY = '{{"inventory": {{item: held at least this many}}}} (this game\'s API has no view to test)'
-
-SUBTASKS_LONG = ("this task has a long prerequisite chain, so first list the chain of sub-tasks that "
-                 "reaches it, in order, ending with the task itself; then give sub-actions that serve them. ")
-SUBTASKS_BENCHMARK = ("this task has no single goal, so you may list a chain of achievements to learn first, in "
-                      "order (e.g. the tech tree towards the diamond), or [] for none. ")
-CURRICULUM = ("Training follows the chain as a curriculum, one sub-task at a time, so each sub-task must be one "
-              "of the milestones above: reaching the current one for the first time in an episode pays {bonus} on "
-              "top of the task's own reward, and training moves on to the next once the current one is reached "
-              "in {threshold:.0%} of the last {window} finished episodes (judged on at least {min_episodes}) or "
-              "its equal share of the run's environment steps is spent; the last one then stays current. Every "
-              "episode still plays for the whole task, and every success rate reported is the whole task's, "
-              "never the current sub-task's.")
-SUBTASKS_SHORT = "[] (the task is short enough to plan directly)."
-SUBTASKS_MINEDOJO = "[] (no curriculum runs on MineDojo: the sub-actions serve the task as a whole)."
-
-LIBRARY_NOTE = """
-
-Skills in the library (code actions accepted and measured in earlier runs; name: what it does):
-{skills}
-To use one as it is, give a "code" sub-action with exactly its name and "reuse": true: its code is taken \
-from the library and checked again, and no new code is written (if it fails the check, new code is written \
-from your spec). Leave "reuse" out for code that must be written anew."""
-
-REPLAN_PROMPT = """
-
-Your previous plan was trained with RL. The plan, with the critic's moves and RL config applied:
-{previous}
-The critic's feedback:
-{feedback}
-Revise the plan: follow the critic's moves between code and rl unless you have a good reason not to. A \
-"code" sub-action that keeps its name keeps the code accepted for it as it is: nothing is rewritten \
-unless the critic's "fixes" name it (the code writer then gets that note and the code); a new spec under \
-an old name changes no code. To have code written anew, give the sub-action a new name."""
-
-MOVED_NOTE = "moved to {how} by the critic; its old spec was written for {was} and is left out: write a new one"
-
-REPAIR_PROMPT = "Your reply was rejected: {error}\nReply again with only the whole corrected JSON."
-
-# ----------------------------------------------------------------------------------------------
-# The safe menu and the reply schemas.
-
-LONG_CHAIN = skills.LONG_CHAIN  # tasks with this many prerequisites get the planner's sub-task chain
-
-_STR, _STRS = {"type": "string"}, {"type": "array", "items": {"type": "string"}}
-PLAN_SCHEMA = {"type": "object", "required": ["subtasks", "subactions", "rl_config"], "properties": {
-    "subtasks": _STRS,
-    "subactions": {"type": "array", "minItems": 1, "items": {
-        "type": "object", "required": ["name", "how", "spec", "reason"],
-        "properties": {"name": _STR, "how": {"enum": ["code", "rl"]}, "spec": _STR, "reason": _STR,
-                       "reuse": {"type": "boolean"}, "subtask": _STR,
-                       "rl_config": {"type": "object"}, "initiation": {"type": "object", "properties": {
-                           "inventory": {"type": "object", "additionalProperties": {"type": "integer"}},
-                           "in_view": _STRS}}}}},
-    "rl_config": {"type": "object", "properties": {
-        "shaping": {"type": "object", "additionalProperties": {"type": "number"}}, "mask_actions": _STRS}}}}
+from prompts.common import REPAIR_PROMPT
+from prompts.critic import (
+    CODE_ACTION_LINE,
+    CRITIC_PROMPT,
+    CRITIC_SYSTEM,
+    FRAMES_NOTE,
+    LEFT_TO_RL_LINE,
+    NOT_WRITTEN_LINE,
+    ORIGIN,
+    REWARD_GAME,
+    REWARD_TASK,
+    SCORE_NOTE,
+    VARIANTS_MENU,
+    feedback_schema,
+)
+from prompts.planner import (
+    CURRICULUM,
+    INITIATION_INVENTORY,
+    INITIATION_VIEW,
+    LIBRARY_NOTE,
+    MOVED_NOTE,
+    PLAN_PROMPT,
+    PLAN_SYSTEM,
+    REPLAN_PROMPT,
+    SUBTASKS_BENCHMARK,
+    SUBTASKS_LONG,
+    SUBTASKS_MINEDOJO,
+    SUBTASKS_SHORT,
+    plan_schema,
+)
 
 
 class AgentError(Exception):
@@ -176,8 +105,7 @@ class SlowAgent:
             return plan
 
         messages = plan_messages(task, env_doc, feedback, previous, self.library)
-        schema = PLAN_SCHEMA if self.library else _without_reuse(PLAN_SCHEMA)
-        return self._ask(messages, schema, parse, "plan", max_tokens=2048)
+        return self._ask(messages, plan_schema(reuse=bool(self.library)), parse, "plan", max_tokens=2048)
 
     def critique(self, plan: Plan, code_actions: list[CodeAction], stats: dict,
                  frames: list[bytes] | None = None) -> Feedback:
@@ -189,10 +117,9 @@ class SlowAgent:
         def parse(data: dict) -> Feedback:  # the same checks as the rule-based critic's feedback gets
             return check_feedback(Feedback.from_dict(data), plan, variants_allowed=self.hand_written)
 
-        messages = critic_messages(plan, _plan_text(plan), code_actions, stats, self.hand_written, len(frames))
-        offered = {k: v for k, v in FEEDBACK_SCHEMA["properties"].items() if self.hand_written or k != "variants"}
-        schema = {**FEEDBACK_SCHEMA, "properties": offered}  # nothing offered that does not exist
-        return self._ask(messages, schema, parse, "critique", images=frames or None)
+        messages = critic_messages(plan, code_actions, stats, self.hand_written, len(frames))
+        return self._ask(messages, feedback_schema(variants=self.hand_written), parse, "critique",
+                         images=frames or None)
 
     def _ask(self, messages: list[dict], schema: dict, parse, what: str, **chat_args):
         """Ask for JSON until `parse` accepts it, feeding each rejection back with its exact error.
@@ -233,9 +160,12 @@ class SlowAgent:
         return plan
 
 
+# ----------------------------------------------------------------------------------------------
+# The messages: prompts/ filled in with the task and the run's numbers.
+
 def plan_messages(task: Task, env_doc: str, feedback: Feedback | None = None,
                   previous: Plan | None = None, library: dict[str, str] | None = None) -> list[dict]:
-    """The planner's prompt, filled in; `python slow_agent.py --task T` prints it."""
+    """The planner's messages (prompts/planner.py), filled in; `python slow_agent.py --task T` prints them."""
     rule = _subtasks_rule(task)
     if rule in (SUBTASKS_LONG, SUBTASKS_BENCHMARK):
         rule += CURRICULUM.format(bonus=SUBTASK_REWARD, threshold=CU.THRESHOLD, window=CU.WINDOW,
@@ -262,20 +192,12 @@ def _subtasks_rule(task: Task) -> str:
         return SUBTASKS_MINEDOJO
     if task.achievement is None:
         return SUBTASKS_BENCHMARK
-    return SUBTASKS_LONG if len(task.prerequisites) >= LONG_CHAIN else SUBTASKS_SHORT
-
-
-def _without_reuse(schema: dict) -> dict:
-    """The plan schema without "reuse", for a run with no skill library: never offer what does not exist."""
-    items = schema["properties"]["subactions"]["items"]
-    props = {k: v for k, v in items["properties"].items() if k != "reuse"}
-    subactions = {**schema["properties"]["subactions"], "items": {**items, "properties": props}}
-    return {**schema, "properties": {**schema["properties"], "subactions": subactions}}
+    return SUBTASKS_LONG if len(task.prerequisites) >= skills.LONG_CHAIN else SUBTASKS_SHORT
 
 
 def _plan_text(plan: Plan, moved: dict[str, str] | None = None) -> str:
-    """A plan as the prompts show it; a sub-action in `moved` (name -> its new "how") shows no spec, since
-    that spec was written for the other kind."""
+    """A plan as the planner's re-plan and the critic read it; a sub-action in `moved` (name -> its new "how")
+    shows no spec, since that spec was written for the other kind."""
     moved = moved or {}
     lines = [f"sub-tasks: {' -> '.join(plan.subtasks)}"] if plan.subtasks else []
     for s in plan.subactions:
@@ -286,6 +208,97 @@ def _plan_text(plan: Plan, moved: dict[str, str] | None = None) -> str:
             lines.append(f"- {s.name} ({s.how}{', reused from the library' if s.reuse else ''}): {s.spec}")
     lines.append(f"rl_config: {json.dumps(plan.rl_config)}")
     return "\n".join(lines)
+
+
+def critic_messages(plan: Plan, code_actions: list[CodeAction], stats: dict, hand_written: bool,
+                    n_frames: int = 0) -> list[dict]:
+    """The critic's messages (prompts/critic.py), filled in from an iteration's stats (evidence.critic_stats,
+    iter_k/stats.json); `hand_written`: offer skills.py's variants; `n_frames`: frames attached."""
+    task = get_task(plan.task)
+    steps, rollout = stats.get("iteration_steps") or ["?", stats.get("env_steps", "?")], stats.get("rollout") or {}
+    offered = _variant_lines(plan) if hand_written else ""
+    text = CRITIC_PROMPT.format(
+        task=task.name, description=task.description, plan=_plan_text(plan), iteration=stats.get("iteration", "?"),
+        first_step=steps[0], env_steps=steps[1], n_train=stats.get("success_episodes", "?"),
+        success_rate=success_text(stats), score=_score_text(stats.get("score")),
+        num_steps=rollout.get("num_steps", "?"), num_envs=rollout.get("num_envs", "?"),
+        trend=", ".join(num(x) for x in stats.get("success_trend", [])) or "not measured",
+        lengths=_lengths_text(stats.get("episode_lengths") or {}),
+        ends=_counted(stats.get("ends") or {}, "ends"), stalls=_stalls_text(stats.get("stalls") or {}),
+        eval_success=num(stats.get("eval_success_rate", 0.0)), eval_length=num(stats.get("eval_mean_length", 0.0)),
+        eval_episodes=stats.get("eval_episodes", "?"), decisions=stats.get("decisions", "?"),
+        code_actions=_code_action_lines(plan, code_actions, stats),
+        reward_rule=REWARD_TASK if task.achievement else REWARD_GAME,
+        frames_note=FRAMES_NOTE.format(n=n_frames) if n_frames else "",
+        max_macro_steps=stats.get("max_macro_steps", "?"),
+        variants=VARIANTS_MENU.format(lines=offered) if offered else "",
+        lo=SHAPING_RANGE[0], hi=SHAPING_RANGE[1], items=", ".join(task.items), actions=", ".join(task.actions),
+        optional='"variants", ' if offered else "")
+    return [{"role": "system", "content": CRITIC_SYSTEM.format(game=game_of(task.name))},
+            {"role": "user", "content": text}]
+
+
+def _score_text(score: dict | None) -> str:
+    """The Crafter score with its standard error, where the task has no goal (otherwise no line at all)."""
+    if not score:
+        return ""
+    rates = ", ".join(f"{a} {num(p)}" for a, p in sorted(score["achievements"].items(), key=lambda kv: -kv[1]))
+    return SCORE_NOTE.format(score=num(score["score"]), se=num(score["se"]), episodes=score["episodes"], rates=rates)
+
+
+def _lengths_text(e: dict) -> str:
+    """Episode lengths over all finished episodes and over the successful ones, each with its n."""
+    if not e.get("episodes"):
+        return "not measured (no episode finished)"
+    won = (f"; the {e['successes']} successful ones: mean {num(e['success_mean_length'])}"
+           + (f", standard deviation {num(e['success_length_sd'])}" if e.get("success_length_sd") is not None else "")
+           if e.get("successes") else "; none succeeded")
+    return f"mean {num(e['mean_length'])} over all {e['episodes']}{won}"
+
+
+def _counted(d: dict, key: str) -> str:
+    """How many failed episodes fall under each entry of `d[key]`, out of how many failed."""
+    if not d.get("failed_episodes"):
+        return "no failed episode"
+    return f"of {d['failed_episodes']}: " + ", ".join(f"{end} {n}" for end, n in d[key].items())
+
+
+def _stalls_text(d: dict) -> str:
+    """The share of failed episodes that never reached each step of the task's chain."""
+    if not d.get("failed_episodes") or not d.get("never_reached"):
+        return "not measured (no failed episode, or no chain of prerequisites)"
+    return f"of {d['failed_episodes']}: " + ", ".join(f"{a} {num(p)}" for a, p in d["never_reached"].items())
+
+
+def _variant_lines(plan: Plan) -> str:
+    """Each code sub-action with hand-written alternatives, and what each variant does (its docstring)."""
+    lines = []
+    for s in plan.code_subactions:
+        versions = skills.variants(s.name)
+        if len(versions) > 1:
+            lines.append(f"  {s.name}: " + "; ".join(f'"{v}": {a.doc.removeprefix(skills.LABEL)}'
+                                                        for v, a in versions.items()))
+    return "\n".join(lines)
+
+
+def _code_action_lines(plan: Plan, code_actions: list[CodeAction], stats: dict) -> str:
+    """One line per code sub-action with its real statistics; rejected code is said to have run as RL."""
+    active, per_action = active_code(plan, code_actions), stats.get("code_actions", {})
+    lines = []
+    for name in [s.name for s in plan.code_subactions]:
+        if stats.get("mode") == "rl+config":
+            lines.append(NOT_WRITTEN_LINE.format(name=name))
+            continue
+        if name not in active:
+            lines.append(LEFT_TO_RL_LINE.format(name=name))
+            continue
+        st = per_action.get(active[name].name) or {}  # train.py lists only code actions chosen at least once
+        errors = "; ".join(f"{msg!r} x{n}" for msg, n in st.get("errors", [])[:3]) or "none"
+        lines.append(CODE_ACTION_LINE.format(
+            name=name, origin=ORIGIN if active[name].doc.startswith(skills.LABEL) else "",
+            chosen=st.get("chosen", 0), share=num(st.get("share", 0.0)), success=num(st.get("success_rate", 0.0)),
+            steps=num(st.get("mean_steps", 0.0)), reward=num(st.get("mean_reward", 0.0)), errors=errors))
+    return "\n".join(lines) or "(none)"
 
 
 class _Recorder:

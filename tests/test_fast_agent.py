@@ -14,7 +14,8 @@ import sandbox
 import skills
 from core import CodeAction, SubAction, api_doc
 from env import CHOP_TREE, CrafterAPI
-from fast_agent import CODE_REPLY_TOKENS, DRINK_WATER, FastAgent, extract_code, save_attempts
+from fast_agent import FastAgent, extract_code, save_attempts
+from prompts.code_writer import CODE_REPLY_TOKENS, DRINK_WATER
 from tests.fake_llm import FakeLLMServer, client, http_error, text_of, truncated
 
 DOC = api_doc(CrafterAPI)
@@ -58,7 +59,7 @@ def test_first_prompt_shows_api_doc_example_rules_and_the_critics_note():
     text = text_of(srv.requests[0])
     assert DOC in text and "def drink_water(api):" in text and "`import` (Import)" in text
     assert CHOP_TREE.source.strip() not in text  # the example is never the answer to the default task (collect_wood)
-    sandbox.check(DRINK_WATER.source, "drink_water")  # and it is code the sandbox accepts
+    sandbox.check(DRINK_WATER, "drink_water")  # and it is code the sandbox accepts
     assert SUB.spec in text and "face the tree before `do`" in text
 
 

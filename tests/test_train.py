@@ -52,7 +52,7 @@ def scripted(request: dict) -> str:
         return json.dumps(FEEDBACK)
     if "`grab_sapling`" in str(messages):
         return GOOD_SAPLING
-    return GOOD_CHOP if last.startswith("Your code failed") else BAD_CHOP  # the retry (fast_agent.RETRY_PROMPT)
+    return GOOD_CHOP if last.startswith("Your code failed") else BAD_CHOP  # the retry, prompts.code_writer.RETRY_PROMPT
 
 
 def run_dir(root: Path) -> Path:

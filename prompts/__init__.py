@@ -1,0 +1,65 @@
+"""What the models are shown: every template the LLMs read and the reply schemas beside them, one module per
+reader. Only words live here (of the project they import just sandbox.py, whose tables the code rules
+quote), so every module can use them and the agents fill them with the task and the run's numbers:
+
+    common.py       CALL_RULES (in every API doc: core.api_doc) and the repair notes (llm.py's, REPAIR_PROMPT)
+    planner.py      the planner's templates, PLAN_SCHEMA and plan_schema
+    critic.py       the critic's templates, FEEDBACK_SCHEMA and feedback_schema
+    code_writer.py  the code writer's templates, its default example, CODE_REPLY_TOKENS and code_rules
+
+`python train.py --task T --show-prompt` prints the first message of each for task T, exactly as a run
+sends it; a run keeps every message it sent, with the reply, in llm_transcript.jsonl.
+
+The planner: slow_agent.SlowAgent.plan
+    system PLAN_SYSTEM and user PLAN_PROMPT, filled by slow_agent.plan_messages, which includes:
+    - the task, its description and prerequisite chain, its base actions, inventory items (the shaping
+      menu), milestones and view cells (an initiation's "in_view"): the Task record (crafter_tasks.py,
+      minedojo_env.py, found by env.get_task);
+    - the API doc: core.api_doc(env.api_for(task), --max-macro-steps), from the API class's docstrings
+      (crafter_env.CrafterAPI, minedojo_env.MineDojoAPI), its recipes (Crafter: crafter_tasks.recipe_table,
+      from Crafter's data.yaml; MineDojo: minedojo_env.RECIPE_TABLE) and common.CALL_RULES;
+    - "subtasks": slow_agent._subtasks_rule picks SUBTASKS_LONG (a chain of skills.LONG_CHAIN or more),
+      SUBTASKS_BENCHMARK (both followed by CURRICULUM, from curriculum.py's THRESHOLD, WINDOW and
+      MIN_EPISODES and crafter_env.SUBTASK_REWARD), SUBTASKS_SHORT or SUBTASKS_MINEDOJO;
+    - "initiation": INITIATION_VIEW (a game with a view) or INITIATION_INVENTORY; the number of
+      sub-actions and the shaping bounds: core.MAX_SUBACTIONS, core.SHAPING_RANGE;
+    - LIBRARY_NOTE, with a skill library: its lines (skill_library.SkillLibrary.catalogue, set by train.py);
+    - REPLAN_PROMPT, from iteration 2 on: the previous plan with the critic's moves applied, as
+      slow_agent._plan_text shows it (MOVED_NOTE for a moved sub-action), and the critic's Feedback as JSON.
+    Reply schema: PLAN_SCHEMA, by plan_schema ("reuse" only with a skill library).
+
+The code writer: fast_agent.FastAgent.write
+    system WRITE_SYSTEM and user WRITE_PROMPT, filled in FastAgent.write, which includes:
+    - the API doc, as the planner's;
+    - examples (EXAMPLE each, by fast_agent._examples_text): the skill library's related skills
+      (skill_library.SkillLibrary.related, chosen by train.py), else DRINK_WATER on Crafter or
+      minedojo_skills.EXAMPLE on MineDojo;
+    - the code rules: code_rules, built from the sandbox checker's own tables (sandbox.py), in its words;
+    - the reply cap CODE_REPLY_TOKENS (from sandbox.MAX_SOURCE_CHARS), also the call's max_tokens;
+    - the sub-action's name and spec, from the plan;
+    - for a rewrite (fast_agent._current_text): CURRENT_NOTE with the code in use and STATS_NOTE with its
+      row of code_actions.CodeStats.summary; FEEDBACK_NOTE with the critic's fix.
+    No reply schema: the code is cut out of a fence (fast_agent.extract_code).
+
+The critic: slow_agent.SlowAgent.critique
+    system CRITIC_SYSTEM and user CRITIC_PROMPT, filled by slow_agent.critic_messages, which includes:
+    - the trained plan, as slow_agent._plan_text shows it;
+    - the iteration's statistics (evidence.critic_stats, kept in iter_k/stats.json), in critic.py's
+      wording of numbers (num, success_text); SCORE_NOTE on `crafter`; REWARD_TASK or REWARD_GAME;
+    - one line per code sub-action (CODE_ACTION_LINE, ORIGIN, NOT_WRITTEN_LINE, LEFT_TO_RL_LINE), the code
+      serving it found by critic.active_code;
+    - VARIANTS_MENU, where hand-written code is allowed: skills.variants of each code action, described by
+      their docstrings; FRAMES_NOTE, with --vision, for the attached frames.
+    Reply schema: FEEDBACK_SCHEMA, by feedback_schema ("variants" only where offered).
+
+Repairs
+    - A structured reply (planner, critic) that is unusable is refused by llm.LLMClient with common.NOT_JSON,
+      SCHEMA_MISMATCH, CUT_OFF or NO_CHOICES; one on the schema that is no valid plan or feedback, by the
+      ValueError of its check (Plan.from_dict, the parse in SlowAgent.plan, critic.check_feedback), which
+      words its own error. slow_agent.SlowAgent._ask sends either back inside common.REPAIR_PROMPT.
+    - An endpoint that takes no response_format gets the schema in the prompt: common.JSON_INSTRUCTION,
+      appended by llm.LLMClient._payload.
+    - The code writer gets llm's CUT_OFF or NO_CHOICES as it is, and after a failed check or dry run
+      RETRY_PROMPT (with LINE_NOTE, the failing line), filled in FastAgent.write; the error is sandbox.check's
+      or the dry run's (BUDGET_NOTE for a spent step budget, in FastAgent.check_and_dry_run).
+"""

@@ -1,0 +1,37 @@
+"""The pieces more than one message includes: how a code action runs (in every API doc) and the notes that
+send an unusable structured reply back to the model.
+
+A leaf: it imports nothing of the project, so core.py and llm.py, which sit below every agent, can take
+their texts from here. Map of every message: prompts/__init__.py.
+"""
+
+# In the API doc (core.api_doc), after the recipes: the planner and the code writer read it. {budget}: the
+# run's --max-macro-steps.
+CALL_RULES = """How a code action runs: the RL agent chooses it like one of its base actions, and each call \
+is one of the agent's decisions however many environment steps it takes. A call ends when the function \
+returns, when it has taken {budget} environment steps (the call is stopped and counts as failed: \
+"stopped: step_budget"; api.steps_left() counts down, and every step of every call, go_to's included, \
+draws on it) or when the episode ends (stopped, not a failure). A call succeeds when it returns True or the \
+task is solved during it. A call that takes no step at all is charged one noop step, so failing at once \
+still costs a step and a decision. Nothing is kept from one call to the next: each call starts from the \
+world as it is then."""
+
+# ----------------------------------------------------------------------------------------------
+# llm.LLMClient: the reply schema for an endpoint that takes none, and what goes back when a reply is
+# unusable (llm.parse_json, LLMClient._content); the agents send these back as the next user turn.
+
+JSON_INSTRUCTION = (
+    "\n\nReply with only a JSON value that matches this JSON schema, "
+    "with no prose and no code fence:\n{schema}"
+)
+NOT_JSON = "Your reply did not contain valid JSON ({error}). Reply with only the JSON value, nothing else."
+CUT_OFF = "Your reply was cut off at the {n}-token limit. Reply again, much more briefly."
+NO_CHOICES = "The server returned no choices (empty reply, possibly filtered). Try again."
+SCHEMA_MISMATCH = (
+    "Your JSON did not match the required schema: at {where}: {error}. "
+    "Reply again with only a corrected JSON value."
+)
+
+# slow_agent.SlowAgent._ask, for the planner and the critic: {error} is llm's note above, or the ValueError
+# of a reply on the schema that is no valid plan or feedback (Plan.from_dict, critic.check_feedback).
+REPAIR_PROMPT = "Your reply was rejected: {error}\nReply again with only the whole corrected JSON."

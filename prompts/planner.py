@@ -1,0 +1,104 @@
+"""The planner's message: its templates and the reply schema.
+
+slow_agent.plan_messages fills them; slow_agent.SlowAgent.plan sends the message with `plan_schema`'s
+schema and checks the reply (Plan.from_dict). Map of every message: prompts/__init__.py.
+
+    python slow_agent.py --task collect_diamond      # this message, exactly as sent
+"""
+
+PLAN_SYSTEM = """You are the slow agent of RL-GPT, planning for the game {game}. You split a task into \
+sub-actions and decide for each whether it is written as code ("code") or learned by reinforcement \
+learning ("rl"). Code suits a clear procedure over the API (walk to a visible target and act on it, \
+craft, place, repeat an action); RL suits trial and error and reacting to what is seen (exploring, \
+fighting, surviving). Each code sub-action becomes one extra action the RL agent may choose; it \
+always keeps the base actions too."""
+
+PLAN_PROMPT = """Task `{task}`: {description}
+Prerequisite chain (what is normally done first, in order): {chain}
+
+Primitive API that code sub-actions are written against:
+{api_doc}
+
+Base actions of the RL agent: {actions}
+Milestones (what a sub-task can be, each with its own success test): {milestones}
+
+Reply with JSON:
+- "subtasks": {subtasks_rule}
+- "subactions": 1 to {max_subactions} items {{"name": unique snake_case name, "how": "code" or "rl", \
+"spec": one paragraph saying what it must do and when it has succeeded, "reason": why code or rl; \
+optionally "subtask": the sub-task (from "subtasks") it serves, for an "rl" sub-action its own \
+"rl_config" (same menu as below), used on top of the plan's while that sub-task is being trained, and \
+for a "code" sub-action its "initiation": {initiation}}}.
+- "rl_config": only from this menu: "shaping": {{inventory item: reward per unit gained, {lo} to {hi}}} \
+with items from {items}; "mask_actions": base actions the RL agent never needs for this task.
+A "code" sub-action's spec is all its code writer reads, with the API doc above and an example: it never \
+sees the other sub-actions, their specs or their code, so each spec must stand alone (never "as X does"). \
+Its success test must be observable through the API (an inventory count, what view() or in_front() \
+shows), and what it asks must fit in one call's step budget (see "How a code action runs").
+An "initiation" says where a code sub-action can start (the options framework's initiation set): the RL \
+agent may choose it only in states where every condition holds, checked before each of its decisions; \
+without one it may be chosen anywhere. A call that cannot do its job still costs a decision and at least \
+one step, so give the conditions it certainly needs (e.g. a recipe's materials held, its station in \
+view), never one that would hide a state where it could succeed."""
+
+INITIATION_VIEW = ('{{"inventory": {{item: held at least this many}}, "in_view": [names that must all be in the '
+                   'view: {cells}]}}, each part optional')
+INITIATION_INVENTORY = '{{"inventory": {{item: held at least this many}}}} (this game\'s API has no view to test)'
+
+SUBTASKS_LONG = ("this task has a long prerequisite chain, so first list the chain of sub-tasks that "
+                 "reaches it, in order, ending with the task itself; then give sub-actions that serve them. ")
+SUBTASKS_BENCHMARK = ("this task has no single goal, so you may list a chain of achievements to learn first, in "
+                      "order (e.g. the tech tree towards the diamond), or [] for none. ")
+CURRICULUM = ("Training follows the chain as a curriculum, one sub-task at a time, so each sub-task must be one "
+              "of the milestones above: reaching the current one for the first time in an episode pays {bonus} on "
+              "top of the task's own reward, and training moves on to the next once the current one is reached "
+              "in {threshold:.0%} of the last {window} finished episodes (judged on at least {min_episodes}) or "
+              "its equal share of the run's environment steps is spent; the last one then stays current. Every "
+              "episode still plays for the whole task, and every success rate reported is the whole task's, "
+              "never the current sub-task's.")
+SUBTASKS_SHORT = "[] (the task is short enough to plan directly)."
+SUBTASKS_MINEDOJO = "[] (no curriculum runs on MineDojo: the sub-actions serve the task as a whole)."
+
+LIBRARY_NOTE = """
+
+Skills in the library (code actions accepted and measured in earlier runs; name: what it does):
+{skills}
+To use one as it is, give a "code" sub-action with exactly its name and "reuse": true: its code is taken \
+from the library and checked again, and no new code is written (if it fails the check, new code is written \
+from your spec). Leave "reuse" out for code that must be written anew."""
+
+REPLAN_PROMPT = """
+
+Your previous plan was trained with RL. The plan, with the critic's moves and RL config applied:
+{previous}
+The critic's feedback:
+{feedback}
+Revise the plan: follow the critic's moves between code and rl unless you have a good reason not to. A \
+"code" sub-action that keeps its name keeps the code accepted for it as it is: nothing is rewritten \
+unless the critic's "fixes" name it (the code writer then gets that note and the code); a new spec under \
+an old name changes no code. To have code written anew, give the sub-action a new name."""
+
+MOVED_NOTE = "moved to {how} by the critic; its old spec was written for {was} and is left out: write a new one"
+
+_STR, _STRS = {"type": "string"}, {"type": "array", "items": {"type": "string"}}
+PLAN_SCHEMA = {"type": "object", "required": ["subtasks", "subactions", "rl_config"], "properties": {
+    "subtasks": _STRS,
+    "subactions": {"type": "array", "minItems": 1, "items": {
+        "type": "object", "required": ["name", "how", "spec", "reason"],
+        "properties": {"name": _STR, "how": {"enum": ["code", "rl"]}, "spec": _STR, "reason": _STR,
+                       "reuse": {"type": "boolean"}, "subtask": _STR,
+                       "rl_config": {"type": "object"}, "initiation": {"type": "object", "properties": {
+                           "inventory": {"type": "object", "additionalProperties": {"type": "integer"}},
+                           "in_view": _STRS}}}}},
+    "rl_config": {"type": "object", "properties": {
+        "shaping": {"type": "object", "additionalProperties": {"type": "number"}}, "mask_actions": _STRS}}}}
+
+
+def plan_schema(reuse: bool) -> dict:
+    """PLAN_SCHEMA, without "reuse" for a run with no skill library: never offer what does not exist."""
+    if reuse:
+        return PLAN_SCHEMA
+    items = PLAN_SCHEMA["properties"]["subactions"]["items"]
+    props = {k: v for k, v in items["properties"].items() if k != "reuse"}
+    subactions = {**PLAN_SCHEMA["properties"]["subactions"], "items": {**items, "properties": props}}
+    return {**PLAN_SCHEMA, "properties": {**PLAN_SCHEMA["properties"], "subactions": subactions}}
