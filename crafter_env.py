@@ -17,7 +17,7 @@ import gymnasium as gym
 import numpy as np
 
 import fastcrafter
-from core import PrimitiveAPI, can_start
+from core import PrimitiveAPI
 from crafter_tasks import ACHIEVEMENTS, ACTIONS, ALIASES, ITEMS, TASKS, get_task, recipe_table  # noqa: F401
 
 DIRECTIONS = {"left": (-1, 0), "right": (1, 0), "up": (0, -1), "down": (0, 1)}
@@ -187,14 +187,11 @@ class CrafterEnv(gym.Env):
             self.frames.append(image)
         return self._obs(image), reward, terminated, truncated, info
 
-    def can_start(self, initiation: dict) -> bool:
-        """Whether a code action with this initiation may start now (core.can_start; the view as the API
-        sees it, read only when the initiation asks for it)."""
-        visible = None
-        if initiation.get("in_view"):
-            world, (x, y) = self._crafter._world, self._crafter._player.pos.tolist()
-            visible = {_name(*world[x + dx, y + dy]) for dx in range(-4, 5) for dy in range(-3, 4)}
-        return can_start(initiation, self._crafter._player.inventory, visible)
+    def initiation_state(self, with_view: bool) -> tuple[dict[str, int], set[str] | None]:
+        """What code actions' initiation conditions read (core.can_start): the inventory, and with `with_view`
+        the names in the view as the API sees them (read once for all of a step's code actions)."""
+        visible = {name for row in view_names(self._crafter) for name in row} if with_view else None
+        return self._crafter._player.inventory, visible
 
     def stats_row(self) -> dict:
         """The episode so far as one row of Crafter's Recorder format (length, reward, achievement_*),
@@ -263,8 +260,7 @@ class CrafterAPI(PrimitiveAPI):
     def view(self) -> list[list[str]]:
         """The visible 9x7 cells as names (a creature or plant hides the material under it):
         view()[dy + 3][dx + 4]; the player is view()[3][4]."""
-        world, (x, y) = self._env._crafter._world, self._env._crafter._player.pos.tolist()
-        return [[_name(*world[x + dx, y + dy]) for dx in range(-4, 5)] for dy in range(-3, 4)]
+        return view_names(self._env._crafter)
 
     def nearest(self, name: str) -> tuple[int, int] | None:
         """(dx, dy) of the visible cell holding `name` with the least |dx| + |dy| (ties: smaller dx, then
@@ -364,6 +360,12 @@ class CrafterAPI(PrimitiveAPI):
                     first[nxt] = first[(x, y)] or word
                     queue.append(nxt)
         return None
+
+
+def view_names(crafter) -> list[list[str]]:
+    """The 9x7 cells around the player as names, rows from top: [dy + 3][dx + 4] (CrafterAPI.view)."""
+    world, (x, y) = crafter._world, crafter._player.pos.tolist()
+    return [[_name(*world[x + dx, y + dy]) for dx in range(-4, 5)] for dy in range(-3, 4)]
 
 
 def _name(material: str | None, obj: object) -> str:

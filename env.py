@@ -21,7 +21,7 @@ import crafter_env
 import minedojo_env
 import sandbox
 import sandbox_host
-from core import CodeAction, PrimitiveAPI, Task
+from core import CodeAction, PrimitiveAPI, Task, can_start
 from crafter_env import (  # noqa: F401 (the Crafter names most callers want, re-exported)
     ACHIEVEMENTS,
     ACTIONS,
@@ -107,11 +107,13 @@ class CodeActions(gym.Wrapper):
 
     def action_mask(self) -> np.ndarray | None:
         """Which actions may start now ((n_base + K,) bool): every base action, and each code action whose
-        initiation holds in the current state (the backend's can_start; an action without one, always).
-        None while no code action has an initiation, so runs without them are exactly as before."""
+        initiation holds in the current state (core.can_start over the backend's initiation_state, read once
+        per step; an action without one, always). None while no code action has an initiation, so runs without
+        them are exactly as before."""
         if not any(a.initiation for a in self.code_actions):
             return None
-        ok = [not a.initiation or self.env.unwrapped.can_start(a.initiation) for a in self.code_actions]
+        state = self.env.unwrapped.initiation_state(any(a.initiation.get("in_view") for a in self.code_actions))
+        ok = [can_start(a.initiation, *state) for a in self.code_actions]
         return np.array([True] * self.n_base + ok, dtype=bool)
 
     def _with_mask(self, info: dict) -> dict:

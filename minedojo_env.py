@@ -32,7 +32,7 @@ import importlib
 import gymnasium as gym
 import numpy as np
 
-from core import PrimitiveAPI, Task, can_start
+from core import PrimitiveAPI, Task
 
 PREFIX = "minedojo:"  # task names `minedojo:<task_id>` are MineDojo's; every other name is Crafter's
 
@@ -286,10 +286,10 @@ class MineDojoEnv(gym.Env):
     def close(self):
         self._env.close()
 
-    def can_start(self, initiation: dict) -> bool:
-        """Whether a code action with this initiation may start now (core.can_start): the API has no view,
-        so an initiation reads the inventory only."""
-        return can_start(initiation, inventory_counts(self._raw["inventory"]), None)
+    def initiation_state(self, with_view: bool) -> tuple[dict[str, int], None]:
+        """What code actions' initiation conditions read (core.can_start): the inventory only, since the API
+        has no view (a plan may not ask for one here, whatever `with_view` says)."""
+        return inventory_counts(self._raw["inventory"]), None
 
     def make_api(self, budget: int, gamma: float = 1.0) -> MineDojoAPI:
         return MineDojoAPI(self, budget, gamma)

@@ -17,6 +17,7 @@ from crafter import objects
 
 import sandbox
 import skills
+from core import can_start
 from env import ACTIONS, ITEMS, TASKS, make_env
 from skills import SKILLS, reference_plan
 
@@ -183,7 +184,7 @@ def test_skill_does_its_job_when_target_in_view(env, skill):
     for player in situations(env, skill):
         before = player.achievements[achievement]
         # where the skill can do its job, the reference plans' initiation lets it start
-        assert env.unwrapped.can_start(skills.initiation_of(skill)), (skill, skills.initiation_of(skill))
+        assert can_start(skills.initiation_of(skill), *env.unwrapped.initiation_state(True)), skill
         info = run_skill(env, skill)
         unlocked = player.achievements[achievement] > before
         assert info["prim_steps"] <= BUDGET
