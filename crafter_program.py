@@ -1,7 +1,7 @@
 """The hand-written whole-benchmark program for Crafter: `--mode code --task crafter` with no LLM, and
 the `play_crafter` code action of the library's crafter plan (skills.reference_plan).
 
-Written by hand by the project's engineers; never LLM output (skills.whole_task_program labels it so).
+Written by hand by the project's engineers; never LLM output (whole_task.whole_task_program labels it so).
 It is one code action, `solve_task(api)`, called again and again until the episode ends; each call
 looks at the inventory and the 9x7 view and does the most urgent thing it can in at most one code
 action's step budget, so it keeps no memory between calls (the player's facing is the one thing that

@@ -27,7 +27,8 @@ import json
 
 from core import CodeAction
 from minedojo_env import TASKS, get_task
-from skills import LABEL, LONG_CHAIN, program
+from skills import LABEL, LONG_CHAIN
+from whole_task import program
 
 # ----------------------------------------------------------------------------------------------
 # The skills. Each returns True when it did its job and returns False at once (no wasted step) when

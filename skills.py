@@ -9,11 +9,10 @@ through the same sandbox check and dry-run as LLM code.
     python skills.py --list                      # every skill and its doc
     python skills.py --task collect_diamond      # the reference plan of a task, as the slow agent's JSON
     python skills.py --skill mine_stone          # a skill's source, exactly as the sandbox receives it
-    python skills.py --program collect_iron      # the whole-task program of `train.py --mode code`
 
 Read top to bottom: the skills (their shared helpers are in skill_helpers.py) -> their variants (a
-second version where the choice matters, for the critic to swap in) -> the reference plans -> the
-whole-task programs (the pure code-as-policy baseline, built from the same skills).
+second version where the choice matters, for the critic to swap in) -> the reference plans. The whole-task
+programs of `--mode code`, built from the same skills, are in whole_task.py.
 Crafter rules the skills rely on (this Crafter version, see crafter/data.yaml): a tree gives 1 wood and
 turns into grass; a table costs 2 wood, a furnace 4 stone; crafting needs the station in one of the
 8 cells around the player; mined stone/coal/iron/diamond leave a walkable `path`.
@@ -38,13 +37,13 @@ LABEL = "[hand-written reference skill, not LLM output] "
 # ----------------------------------------------------------------------------------------------
 # The helpers (skill_helpers.py) are pasted into the source of each skill that calls them.
 
-_PARTS: dict[str, tuple[str, tuple[str, ...]]] = {}  # skill -> (its own function, its helpers)
+PARTS: dict[str, tuple[str, tuple[str, ...]]] = {}  # skill -> (its own function, its helpers)
 
 
 def _skill(source: str, *helpers: str) -> CodeAction:
     """A skill's source is its own function followed by the helpers it calls; its doc is the docstring."""
     fn = ast.parse(source).body[0]
-    _PARTS[fn.name] = ("\n" + source.strip() + "\n", helpers)  # each part opens with a blank line
+    PARTS[fn.name] = ("\n" + source.strip() + "\n", helpers)  # each part opens with a blank line
     return CodeAction(fn.name, source.strip() + "\n" + "".join(helpers), LABEL + ast.get_docstring(fn), fn.name)
 
 
@@ -264,7 +263,7 @@ def _search_first(skill: str, target: str, tool: str | None) -> CodeAction:
 
 def _place_once(skill: str) -> CodeAction:
     """The reference placing skill renamed `<skill>_anywhere`, behind a guard against placing a second."""
-    own, helpers = _PARTS[skill]
+    own, helpers = PARTS[skill]
     doc = SKILLS[skill].doc.removeprefix(LABEL)
     source = PLACE_ONCE.format(name=skill, doc=doc, thing=skill.removeprefix("place_"))
     return _variant(skill, "once", source, own.replace(f"def {skill}(", f"def {skill}_anywhere("), *helpers)
@@ -419,89 +418,12 @@ def reference_plan(task_name: str) -> dict:
             "rl_config": {"shaping": shaping, "mask_actions": mask}}
 
 
-# ----------------------------------------------------------------------------------------------
-# --mode code with no LLM: one program for the whole task (the pure code-as-policy baseline). It is
-# called again and again; each call tries the task's skills, most advanced first, and explores when
-# none applies. Written by hand, like everything in this file.
-
-EXPLORE = '''
-def explore(api):
-    """Walk up to 8 cells one way to bring new cells into view, never onto lava or water. The program
-    keeps no memory between calls, so the way is picked from what is in view."""
-    view = api.view()
-    moves = {"left": (-1, 0), "right": (1, 0), "up": (0, -1), "down": (0, 1)}
-    cells = [name for row in view for name in row]
-    way = list(moves)[sum(len(name) * (i + 1) for i, name in enumerate(cells)) % 4]
-    moved = False
-    for step in range(8):
-        dx, dy = moves[way]
-        if api.view()[3 + dy][4 + dx] not in ["grass", "sand", "path"] or api.steps_left() < 1:
-            break
-        moved = api.move(way) or moved
-    return moved
-'''
-SURVIVAL = {"collect_drink": 'inventory["drink"] < 6', "eat_cow": 'inventory["food"] < 6',
-            "wake_up": 'inventory["energy"] < 3'}
-EXTRA = {"fight_back": 'api.nearest("zombie") in [(-1, 0), (1, 0), (0, -1), (0, 1)] and hunt(api, "zombie")',
-         "defeat_zombie": 'hunt(api, "zombie")', "defeat_skeleton": 'hunt(api, "skeleton")',
-         "eat_plant": 'api.go_to("ripe_plant", 20) and api.do()'}  # RL-only achievements, done crudely
-
-
-def whole_task_program(task_name: str, max_macro_steps: int = 64) -> CodeAction:
-    """The task's skills behind one entry, `solve_task(api)`, each guarded so that it never works for
-    more than the chain needs (e.g. 5 stone for a stone pickaxe and a furnace, then no more mining)."""
-    task = get_task(task_name)
-    goal = task.achievement
-    if goal is None:  # the whole benchmark: survival and every achievement, a program of its own
-        return CodeAction("solve_task", crafter_program.program_source(),
-                          LABEL + "whole-benchmark program for crafter (--mode code, crafter_program.py)",
-                          "solve_task")
-    chain = list(task.prerequisites) + [goal]
-    needs: dict[str, int] = {}  # materials the whole chain uses up
-    for a in chain:
-        verb, _, thing = a.partition("_")
-        for item, n in getattr(C, verb, {}).get(thing, {}).get("uses", {}).items():
-            needs[item] = needs.get(item, 0) + n
-    tools = " or ".join(f'inventory["{a[5:]}"] < 1' for a in chain if a.startswith("make_")) or "True"
-    iron_tools = " or ".join(f'inventory["{a[5:]}"] < 1' for a in chain if a.startswith("make_iron")) or "True"
-    guards = {"place_table": f'api.nearest("table") is None and ({tools})',
-              "place_furnace": f'api.nearest("furnace") is None and ({iron_tools})', **SURVIVAL}
-    for a in chain:
-        if a.startswith("collect_") and a[8:] in C.items:
-            guards[a] = f'inventory["{a[8:]}"] < {max(1, needs.get(a[8:], 0))}'
-        elif a.startswith("make_"):
-            guards[a] = f'inventory["{a[5:]}"] < 1'
-    alive = task.max_steps > 300  # long tasks: fight off zombies, drink, eat and sleep along the way
-    steps = ["fight_back"] * alive + [a for a in SURVIVAL if alive and a not in chain] + list(reversed(chain))
-    calls = [(guards.get(a) if a != goal else None, f"{STEPS[a][1]}(api)" if a in STEPS else EXTRA.get(a))
-             for a in steps]  # staying alive first, then the most advanced step of the chain first
-    used = list(dict.fromkeys(STEPS[a][1] for a in steps if a in STEPS))
-    helpers = dict.fromkeys([h for n in used for h in _PARTS[n][1]] + [HUNT] * any(a in EXTRA for a in steps))
-    return program(task.name, max_macro_steps, [(g, c) for g, c in calls if c], "explore(api)",
-                   "".join(_PARTS[n][0] for n in used) + "".join(helpers) + EXPLORE)
-
-
-def program(task_name: str, max_macro_steps: int, calls: list[tuple[str | None, str]], fallback: str,
-            parts: str) -> CodeAction:
-    """--mode code's one program, for either backend: `solve_task(api)` makes the first (guard, call) in
-    `calls` whose guard holds and whose call made progress, else returns `fallback`; `parts` is the source
-    of everything it calls."""
-    tries = "".join(f"    if {guard + ' and ' if guard else ''}{call}:\n        return True\n" for guard, call in calls)
-    source = (f'''def solve_task(api):
-    """Whole-task program for {task_name}: one step of progress per call (at most {max_macro_steps} steps)."""
-    inventory = api.inventory()
-''' + tries + f"    return {fallback}\n" + parts)
-    return CodeAction("solve_task", source, LABEL + f"whole-task program for {task_name} (--mode code)",
-                      "solve_task")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--list", action="store_true", help="print every skill with its doc")
     parser.add_argument("--task", help="print this task's reference plan as JSON")
     parser.add_argument("--skill", help="print this skill's source")
-    parser.add_argument("--program", help="print this task's whole-task program")
     args = parser.parse_args(argv)
     if args.list:
         for skill in SKILLS.values():
@@ -509,9 +431,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"plans for: {', '.join(TASKS)}")
     elif args.task:
         print(json.dumps(reference_plan(args.task), indent=2))
-    elif args.skill in SKILLS or args.program:
-        action = SKILLS[args.skill] if args.skill else whole_task_program(args.program)
-        print(f"# {action.doc}\n{action.source}")
+    elif args.skill in SKILLS:
+        print(f"# {SKILLS[args.skill].doc}\n{SKILLS[args.skill].source}")
     else:
         parser.print_help()
     return 0

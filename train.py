@@ -46,6 +46,7 @@ import ppo as P
 import report
 import run_dir as RD
 import skills
+import whole_task
 from code_actions import Library, evaluate, grow_actions, reuse_skill, run_program, whole_task_subaction
 from core import Plan, api_doc
 from critic import Feedback, rollback_if_worse
@@ -157,7 +158,7 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
             library.add(sub.name, library.current(sub.name), sub.initiation)  # (a new initiation: a new version)
             continue
         if args.mode == "code" and run["llm"] is None:  # (every branch sets `action`)
-            programs = skills if E.is_crafter(args.task) else minedojo_skills
+            programs = whole_task if E.is_crafter(args.task) else minedojo_skills
             action = programs.whole_task_program(args.task, args.max_macro_steps)
         elif variant:  # the critic chose another hand-written version of this skill (an LLM run: --hand-written)
             action = skills.variants(sub.name)[variant]

@@ -11,7 +11,7 @@ thread, fastcrafter), three modes as train.py runs them:
   rlgpt  the same PPO with the code actions of the hand-written reference plan appended (skills.reference_plan,
          what `--llm library` gives train.py), each new action at PPO's new-action prior, the plan's action mask
          applied: a fresh policy, so code actions run about as often as at the start of training;
-  code   the whole-task program (skills.whole_task_program) called at every decision of every env, no learner
+  code   the whole-task program (whole_task.whole_task_program) called at every decision of every env, no learner
          (train.py --mode code).
 Every code action runs in its env's sandbox worker process, as in training. Each mode is built once and warmed
 up off the clock (one rollout: numba compilation, worker start-up); then the modes take turns, `--rounds` rounds
@@ -21,6 +21,7 @@ takes the worse task of the two for each ratio (targets: rlgpt/rl >= 0.9, code/r
 """
 
 import argparse
+import dataclasses
 import time
 
 import numpy as np
@@ -29,6 +30,7 @@ import torch
 import env as E
 import ppo as P
 import skills
+import whole_task
 from policy import Agent
 
 MODES = ("rl", "rlgpt", "code")
@@ -44,10 +46,11 @@ class Mode:
         actions = []
         if mode == "rlgpt":
             plan = skills.reference_plan(task)
-            actions = [skills.skill_for(s["name"]) for s in plan["subactions"] if s["how"] == "code"]
+            actions = [dataclasses.replace(skills.skill_for(s["name"]), initiation=s.get("initiation", {}))
+                       for s in plan["subactions"] if s["how"] == "code"]  # as train.py's Library.add gives them
             masked = plan["rl_config"]["mask_actions"]
         elif mode == "code":
-            actions = [skills.whole_task_program(task)]
+            actions = [whole_task.whole_task_program(task)]
         self.envs = E.make_vec_env(task, args.num_envs, seed=args.seed, code_actions=actions)
         self.n_base = self.envs.single_action_space.n - len(actions)
         if mode == "code":

@@ -17,6 +17,7 @@ from crafter import objects
 
 import sandbox
 import skills
+import whole_task
 from core import can_start
 from env import ACTIONS, ITEMS, TASKS, make_env
 from skills import SKILLS, reference_plan
@@ -260,10 +261,10 @@ def test_every_task_has_a_plan_whose_code_parts_are_skills():
 def test_whole_task_programs_pass_the_sandbox_and_solve_an_easy_task():
     """--mode code's hand-written program: every task's passes the check; collect_wood's solves it."""
     for name in TASKS:
-        program = skills.whole_task_program(name, BUDGET)
+        program = whole_task.whole_task_program(name, BUDGET)
         sandbox.check(program.source, program.function)
         assert program.doc.startswith(skills.LABEL)
-    env = make_env("collect_wood", 0, code_actions=[skills.whole_task_program("collect_wood", BUDGET)])
+    env = make_env("collect_wood", 0, code_actions=[whole_task.whole_task_program("collect_wood", BUDGET)])
     wins = 0
     for seed in range(3):
         env.reset(seed=seed)
@@ -279,7 +280,7 @@ def test_the_whole_benchmark_program_goes_beyond_the_tech_tree():
     """crafter's program (crafter_program.py) does what the benchmark counts besides the tech tree:
     on two worlds, 30 calls through the sandbox unlock at least 10 achievements each, saplings, plants
     and the stone tools among them (the chain-only program it replaced unlocked 6 in both)."""
-    program = skills.whole_task_program("crafter", BUDGET)
+    program = whole_task.whole_task_program("crafter", BUDGET)
     sandbox.check(program.source, program.function)
     env = make_env("crafter", 0, code_actions=[program])
     for seed in range(2):
