@@ -7,6 +7,8 @@ Data, not code: crafter_env.py plays these tasks; env.get_task finds them with M
 
 from __future__ import annotations
 
+from collections import Counter
+
 import crafter.constants as C
 
 from core import Task, unknown_task
@@ -33,6 +35,33 @@ def _rule(kind: str, name: str) -> str:
     if kind == "place":
         return f"uses {_count(r['uses'])}; the facing cell must be {'/'.join(r['where'])} with no creature on it"
     return f"uses {_count(r['uses'])}; needs {' and '.join('a ' + n for n in r['nearby'])} nearby"
+
+
+def gained(achievement: str) -> str | None:
+    """The inventory item one unlock of an achievement adds (collect_wood: wood, make_wood_pickaxe:
+    wood_pickaxe); None where it adds none (place_*, eat_*, defeat_*, wake_up)."""
+    verb, _, thing = achievement.partition("_")
+    if verb == "collect":
+        return thing if any(thing in rule["receive"] for rule in C.collect.values()) else None
+    return thing if verb == "make" else None
+
+
+def chain_uses(achievements: tuple[str, ...]) -> dict[str, int]:
+    """Units of each inventory item a chain of achievements needs, by the recipes: what its place and make
+    steps use, summed, and one of each tool a collect step requires (tools are kept); e.g. collect_wood,
+    place_table, make_wood_pickaxe: 3 wood. The final step's own item counts once (collect_stone: 1 stone)."""
+    uses: Counter = Counter()
+    for a in achievements:
+        verb, _, thing = a.partition("_")
+        if verb in ("place", "make"):
+            uses.update(getattr(C, verb)[thing]["uses"])
+        elif verb == "collect":
+            source = next((m for m, rule in C.collect.items() if thing in rule["receive"]), None)
+            for tool, n in (C.collect[source]["require"] if source else {}).items():
+                uses[tool] = max(uses[tool], n)
+    if achievements and (last := gained(achievements[-1])):
+        uses[last] = max(uses[last], 1)
+    return dict(uses)
 
 
 def _count(items: dict[str, int]) -> str:

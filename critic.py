@@ -201,6 +201,11 @@ RARE = 0.1
 DEATH_SHARE = 0.25
 METERS = {"thirst": ("collect_drink", "drink"), "hunger": ("eat_cow", "food"), "fatigue": ("wake_up", "energy")}
 METER_SHAPING = 0.1  # reward per unit of the meter regained, as the plan's shaping of an item gained
+# Successful episodes that gather a shaped item at more than this many times what the task's chain needs,
+# with a code action that gathers it in use, were spent collecting reward instead of finishing: the shaping
+# (meant to guide RL's search) pays for each call of the code action, and longer episodes die more often.
+OVER_GATHER = 1.5
+MIN_SUCCESSES = 20  # fewer successful episodes than this say too little about what they gathered
 
 
 def rule_based_critique(plan: Plan, code_actions: list[CodeAction], stats: dict) -> Feedback:
@@ -211,7 +216,8 @@ def rule_based_critique(plan: Plan, code_actions: list[CodeAction], stats: dict)
     failing hand-written code action is swapped for its next variant; after the last variant, one that still
     raises goes to RL; a stall moves its rl sub-action to code when a hand-written skill exists, else tries
     that skill's next variant, and unmasks and shapes that step; episodes dying of an empty meter get its
-    survival step coded and the meter shaped. Every decision gets one line in `reasons`."""
+    survival step coded and the meter shaped; a shaped item that successful episodes gather far beyond the
+chain's need, through a code action, is no longer shaped. Every decision gets one line in `reasons`."""
     active, per_action = active_code(plan, code_actions), stats.get("code_actions", {})
     notes, reasons, to_code, to_rl, fixes, variants = [], [], [], [], {}, {}
     for s in plan.code_subactions if stats.get("mode") != "rl+config" else []:  # rl+config writes no code
@@ -257,6 +263,7 @@ def rule_based_critique(plan: Plan, code_actions: list[CodeAction], stats: dict)
             a: round(1 - p, 3) for a, p in stats["score"]["achievements"].items()}}, skills.TECH_TREE
     _act_on_stall(plan, stalls, chain, lists, notes)
     _act_on_deaths(plan, stats.get("ends") or {}, lists, notes)
+    _act_on_over_gathering(stats.get("gathered") or {}, lists)
     trend = stats.get("success_trend") or []
     direction = "not measured"
     if len(trend) >= 2:
@@ -305,6 +312,21 @@ def _act_on_deaths(plan: Plan, ends: dict, lists: tuple, notes: list[str]) -> No
         return
     achievement, item = METERS[meter]
     _remedy(plan, achievement, where, (item, METER_SHAPING), lists, notes)
+
+
+def _act_on_over_gathering(gathered: dict, lists: tuple) -> None:
+    """Stop shaping an item that the successful episodes gathered at over OVER_GATHER times what the chain
+    needs (evidence.gathered) while a code action in use gathers it: the RL agent is paid per call."""
+    active, _, _, _, reasons, config = lists
+    k = gathered.get("successes", 0)
+    for item, g in (gathered.get("items") or {}).items() if k >= MIN_SUCCESSES else ():
+        skill = skills.STEPS.get(g["by"], (None, ""))[1]
+        if item in config["shaping"] and skill in active and g["mean"] > OVER_GATHER * g["uses"]:
+            reasons.append(f"rl_config: the {k} successful episodes gathered {num(g['mean'])} {item} on average "
+                           f"where the task's chain needs {g['uses']}: the shaping (+{config['shaping'][item]} per "
+                           f"unit) pays the RL agent for calling {skill} again instead of finishing: stop "
+                           f"shaping {item}")
+            del config["shaping"][item]
 
 
 def _remedy(plan: Plan, achievement: str, where: str, shaping: tuple[str, float] | None, lists: tuple,

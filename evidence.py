@@ -5,8 +5,9 @@ critic reads these (not the handful of evaluation episodes) and the rollback rul
 two iterations. From the episodes' (length, success) pairs (code_actions.CodeStats collects them, for
 every backend): how long episodes were, and how long the successful ones took. From Crafter's episode
 rows (stats.jsonl: achievements and how each episode ended): where failed episodes stalled in the
-task's chain, how they ended (died of what, ran out of time), and, for `crafter` (no single goal, so
-success is always 0), the Crafter score with its bootstrap standard error and each achievement's rate.
+task's chain, how they ended (died of what, ran out of time), how much of each item the chain needs the
+successful ones gathered, and, for `crafter` (no single goal, so success is always 0), the Crafter score
+with its bootstrap standard error and each achievement's rate.
 
     python evidence.py runs/<run_dir>     # these numbers for each iteration of a finished Crafter run
 """
@@ -22,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 import report
+from crafter_tasks import chain_uses, gained
 from env import ACHIEVEMENTS, get_task, is_crafter
 
 # The Crafter score's standard error comes from this many bootstrap resamples of the iteration's
@@ -66,6 +68,23 @@ def episode_ends(task_name: str, rows: list[dict]) -> dict:
     return {"failed_episodes": len(failed), "ends": dict(ends.most_common())}
 
 
+def gathered(task_name: str, rows: list[dict]) -> dict:
+    """How much of each item the task's chain needs (crafter_tasks.chain_uses) its successful training
+    episodes gathered: {"successes": k, "items": {item: {"mean": units gathered per successful episode, over
+    the k, "uses": units the chain needs, "by": the achievement that gathers it}}}. Far more than the chain
+    needs means the episodes were spent gathering instead of finishing (a shaped item pays for each unit)."""
+    task = get_task(task_name)
+    if task.achievement is None:
+        return {}
+    chain = (*task.prerequisites, task.achievement)
+    won = [r for r in rows if r.get(f"achievement_{task.achievement}", 0)]
+    by = {gained(a): a for a in ACHIEVEMENTS if gained(a)}
+    items = {item: {"mean": round(sum(r.get(f"achievement_{by[item]}", 0) for r in won) / len(won), 2),
+                    "uses": uses, "by": by[item]}
+             for item, uses in chain_uses(chain).items() if item in by} if won else {}
+    return {"successes": len(won), "items": items}
+
+
 def _score(rates: np.ndarray) -> np.ndarray:
     """Crafter's score from per-achievement unlock shares (last axis): exp(mean(ln(1 + 100 p))) - 1."""
     return np.exp(np.log1p(100.0 * rates).mean(-1)) - 1.0
@@ -92,6 +111,7 @@ def iteration_evidence(task_name: str, episodes: list[tuple[int, bool]], rows: l
     return {"episode_lengths": episode_measures(episodes),
             "stalls": stall_shares(task_name, rows) if crafter else {},
             "ends": episode_ends(task_name, rows) if crafter else {},
+            "gathered": gathered(task_name, rows) if crafter else {},
             "score": crafter_score(rows) if crafter and get_task(task_name).achievement is None else None}
 
 

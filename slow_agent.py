@@ -225,6 +225,7 @@ def critic_messages(plan: Plan, code_actions: list[CodeAction], stats: dict, han
         trend=", ".join(num(x) for x in stats.get("success_trend", [])) or "not measured",
         lengths=_lengths_text(stats.get("episode_lengths") or {}),
         ends=_counted(stats.get("ends") or {}, "ends"), stalls=_stalls_text(stats.get("stalls") or {}),
+        gathered=_gathered_text(stats.get("gathered") or {}),
         eval_success=num(stats.get("eval_success_rate", 0.0)), eval_length=num(stats.get("eval_mean_length", 0.0)),
         eval_episodes=stats.get("eval_episodes", "?"), decisions=stats.get("decisions", "?"),
         code_actions=_code_action_lines(plan, code_actions, stats),
@@ -268,6 +269,14 @@ def _stalls_text(d: dict) -> str:
     if not d.get("failed_episodes") or not d.get("never_reached"):
         return "not measured (no failed episode, or no chain of prerequisites)"
     return f"of {d['failed_episodes']}: " + ", ".join(f"{a} {num(p)}" for a, p in d["never_reached"].items())
+
+
+def _gathered_text(d: dict) -> str:
+    """Units of each chain item per successful episode (evidence.gathered), with n and the chain's need."""
+    if not d.get("items"):
+        return "not measured (no successful episode, or no chain of recipes)"
+    return f"over {d['successes']} successful episodes: " + ", ".join(
+        f"{item} {num(g['mean'])} (needs {g['uses']})" for item, g in d["items"].items())
 
 
 def _variant_lines(plan: Plan) -> str:

@@ -11,7 +11,10 @@ rolled back, long tasks train their sub-tasks as a curriculum); v3: "the critic 
 rule-based critic acts on how failed episodes end and, on crafter, on per-achievement evidence; a change is
 kept or rolled back by the Crafter score on crafter and by efficiency once success saturates); v4 of
 `rlgpt`: the reference plans give each code action its initiation (it starts only where it can), the
-critic codes fighting zombies when they kill most failed episodes, and play_crafter naps early (wake_up).
+critic codes fighting zombies when they kill most failed episodes, and play_crafter naps early (wake_up);
+v5: the critic stops shaping an item that code gathers far beyond the chain's need (the RL agent was paid
+per call instead of finishing). That rule cannot act on collect_wood (nothing shaped) or crafter (no chain),
+whose v4 cells TASK_VERSION keeps current.
 `rl` and `code` runs did not change: v1 (code on crafter: v2, see TASK_VERSION). Each run's commit is
 recorded for audit only.
 
@@ -36,17 +39,21 @@ from pathlib import Path
 from typing import NoReturn
 
 # Per mode: bump a mode's number by hand when what its runs measure changes (see the docstring).
-RESULTS_VERSION = {"rl": 1, "rl+config": 3, "code": 1, "rlgpt": 4, "rlgpt-1iter": 4}
+RESULTS_VERSION = {"rl": 1, "rl+config": 3, "code": 1, "rlgpt": 5, "rlgpt-1iter": 5}
 VERSION_NOTES = {"rl+config": "the critic reads episode ends",
                  "rlgpt": "code actions start only where their initiation holds; zombie deaths code fighting them; "
-                          "play_crafter naps early", "rlgpt-1iter": "rlgpt's control"}
+                          "play_crafter naps early; shaping stops where code over-gathers",
+                 "rlgpt-1iter": "rlgpt's control"}
 # Per (mode, task): overrides RESULTS_VERSION for one task's cells, for a change that only that task's runs
 # see; e.g. a change to crafter_program.py, run by `--mode code --task crafter` (and the rlgpt crafter plan's
 # play_crafter) alone, bumps ("code", "crafter") and ("rlgpt", "crafter") here, not "code" and "rlgpt",
 # whose other cells did not change (rlgpt's v4 covers its crafter cells).
-TASK_VERSION: dict[tuple[str, str], int] = {("code", "crafter"): 2}
+TASK_VERSION: dict[tuple[str, str], int] = {("code", "crafter"): 2, ("rlgpt", "collect_wood"): 4,
+                                             ("rlgpt", "crafter"): 4}
 TASK_VERSION_NOTES: dict[tuple[str, str], str] = {  # what changed, as the results page says it
-    ("code", "crafter"): "crafter_program.py naps early so wake_up is unlocked"}
+    ("code", "crafter"): "crafter_program.py naps early so wake_up is unlocked",
+    ("rlgpt", "collect_wood"): "v5's shaping rule cannot act: nothing is shaped",
+    ("rlgpt", "crafter"): "v5's shaping rule cannot act: no chain of recipes"}
 MODES = ("rl", "rl+config", "code", "rlgpt")
 SLOWLOOP_MODES = ("rlgpt", "rlgpt-1iter")
 SLOWLOOP = {"make_stone_pickaxe": 300_000, "collect_iron": 300_000}  # the slow-loop grid's tasks and budgets

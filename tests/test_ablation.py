@@ -107,7 +107,7 @@ def test_result_curve_counts_the_episodes_that_finished_in_each_window(tmp_path)
     assert (r["env_steps"], r["wall_s"], r["sps"]) == (1200, 50.0, 24.0)
     assert r["finished"] == {"episodes": 6, "env_steps": 1200}
     assert (r["commit"], r["resumed_at_commits"], r["dirty"], r["attempts"]) == ("abc", ["def"], True, 2)
-    assert r["results_version"] == G.RESULTS_VERSION["rlgpt"] and r["machine"]["cpu"] == "fake cpu"
+    assert r["results_version"] == G.results_version("rlgpt", "collect_wood") and r["machine"]["cpu"] == "fake cpu"
     none = {"mean": None, "n": 0}  # these stats rows name no iteration (rows from before they did)
     assert r["iterations"] == [
         {"iteration": 1, "env_steps": 500, "train": {"success": 0.4, "n": 5}, "episode_length": none, "change": None,
@@ -291,7 +291,7 @@ def test_v1_results_of_the_modes_the_slow_loop_changed_are_stale_rl_and_code_sta
     monkeypatch.setattr(A.subprocess, "Popen", FakeTrain(calls))
     A.execute(cells, out, results, [])
     assert [c[c.index("--mode") + 1] for c in calls] == ["rl+config", "rlgpt"]
-    fresh = sorted({f"v{G.RESULTS_VERSION[m]}" for m in ("rl+config", "rlgpt")})
+    fresh = sorted({f"v{G.results_version(m, 'collect_wood')}" for m in ("rl+config", "rlgpt")})
     assert sorted(p.name for p in out.iterdir()) == fresh and "v1" not in fresh  # fresh directories
     # the committed v1 results (whichever are left: re-runs replace them) split the same way, and the results
     # page lists exactly the stale ones

@@ -32,7 +32,7 @@ from critic import (
     rule_based_critique,
 )
 from env import ACHIEVEMENTS, ACTIONS, get_task, make_env
-from evidence import crafter_score, episode_ends, episode_measures, stall_shares
+from evidence import crafter_score, episode_ends, episode_measures, gathered, stall_shares
 from llm import LLMClient
 from skill_library import SkillLibrary
 from slow_agent import AgentError, SlowAgent, plan_messages
@@ -353,6 +353,32 @@ def test_when_failed_episodes_die_of_zombies_the_rule_based_critic_codes_fightin
     assert moved.how == "code" and moved.initiation == {"in_view": ["zombie"]}  # masked while none is in view
 
 
+def test_a_shaped_item_that_code_gathers_far_beyond_the_chains_need_is_no_longer_shaped():
+    """Shaping pays per unit gained: with chop_tree in use, the RL agent can earn more by calling it again
+    than by finishing (measured: 8-13 wood per successful make_wood_pickaxe episode where 3 are needed)."""
+    plan = reference("collect_stone")  # shapes wood and wood_pickaxe; code chops, crafts and mines
+    assert set(plan.rl_config["shaping"]) == {"wood", "wood_pickaxe"}
+    code = [skills.skill_for(s.name) for s in plan.code_subactions]
+    rows = [{"length": 80, "end": "success", "achievement_collect_wood": wood, "achievement_make_wood_pickaxe": picks,
+             "achievement_collect_stone": 1} for wood, picks in [(11, 7), (10, 6)] * 15]
+    got = gathered("collect_stone", rows)
+    assert got["successes"] == 30 and got["items"]["wood"] == {"mean": 10.5, "uses": 3, "by": "collect_wood"}
+    assert got["items"]["wood_pickaxe"]["mean"] == 6.5 and got["items"]["stone"]["uses"] == 1
+    stats = {**stats_with({}), "task": "collect_stone", "success_rate": 0.8, "gathered": got}
+    fb = rule_based_critique(plan, code, stats)
+    assert fb.rl_config["shaping"] == {}
+    assert any("30 successful episodes gathered 10.5 wood on average where the task's chain needs 3" in r
+               and "calling chop_tree again" in r for r in fb.reasons), fb.reasons
+    # gathering about what the chain needs, no code action gathering it (rl+config), or too few successes: kept
+    lean = {**stats, "gathered": gathered("collect_stone", [{**r, "achievement_collect_wood": 4,
+                                                              "achievement_make_wood_pickaxe": 1} for r in rows])}
+    assert rule_based_critique(plan, code, lean).rl_config is None
+    assert rule_based_critique(plan, [], {**stats, "mode": "rl+config"}).rl_config is None
+    few = {**stats, "gathered": gathered("collect_stone", rows[:10])}
+    assert rule_based_critique(plan, code, few).rl_config is None
+    assert gathered("crafter", rows) == {}  # no goal, no chain: nothing to compare with
+
+
 def test_a_crafter_episode_row_says_how_the_episode_ended():
     env = make_env("crafter", 0, max_steps=3)
     env.reset(seed=1)
@@ -383,12 +409,15 @@ def test_a_crafter_episode_row_says_how_the_episode_ended():
 def test_the_critic_reads_training_lengths_and_ends_with_their_n_apart_from_the_evaluation():
     stats = {**STATS, "iteration_steps": [0, 48128], "eval_mean_length": 57.5, "eval_episodes": 8,
              "episode_lengths": episode_measures([(15, True)] * 850 + [(300, False)] * 31),
-             "ends": {"failed_episodes": 31, "ends": {"time limit": 20, "died: zombie": 11}}}
+             "ends": {"failed_episodes": 31, "ends": {"time limit": 20, "died: zombie": 11}},
+             "gathered": {"successes": 850, "items": {"wood": {"mean": 1.2, "uses": 1, "by": "collect_wood"}}}}
     with FakeLLMServer([json.dumps({"summary": "s", "to_code": [], "to_rl": [], "fixes": {}})]) as srv:
         SlowAgent(LLMClient(srv.url, "fake", max_retries=0)).critique(PLAN_WOOD, [skills.SKILLS["chop_tree"]], stats)
     text = srv.requests[0].json["messages"][-1]["content"]
     assert "training episode length (env steps): mean 25.0 over all 881; the 850 successful ones: mean 15.0" in text
     assert "how the failed training episodes ended (episodes each): of 31: time limit 20, died: zombie 11" in text
+    assert "mean over them, against the units the chain's recipes need): over 850 successful episodes: wood 1.2 " \
+           "(needs 1)" in text
     assert "evaluation, apart from training: success 0.0 and mean length 57.5 env steps over 8 episodes" in text
     assert "- reward per call: mean over calls of the rewards of the call's env steps, summed, not discounted" in text
 
