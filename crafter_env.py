@@ -365,6 +365,8 @@ class CrafterAPI(PrimitiveAPI):
 def view_names(crafter) -> list[list[str]]:
     """The 9x7 cells around the player as names, rows from top: [dy + 3][dx + 4] (CrafterAPI.view)."""
     world, (x, y) = crafter._world, crafter._player.pos.tolist()
+    if hasattr(world, "cell_names"):  # fastcrafter: the same names from two slices of its maps
+        return world.cell_names(x - 4, x + 5, y - 3, y + 4, _name)
     return [[_name(*world[x + dx, y + dy]) for dx in range(-4, 5)] for dy in range(-3, 4)]
 
 

@@ -20,6 +20,7 @@ import crafter.constants as C
 import numpy as np
 import pytest
 
+import crafter_env
 import env as E
 import fastcrafter
 
@@ -232,6 +233,22 @@ def test_env_py_runs_either_implementation_alike():
     assert crafter.engine.World.reset.__module__ == "crafter.engine", "crafter must not be patched globally"
     with pytest.raises(ValueError, match="crafter_impl"):
         E.make_env("collect_wood", 0, crafter_impl="nope")
+    # the api's view on each: fastcrafter names the cells from slices of its maps, crafter one lookup per cell
+    views = [crafter_env.view_names(env.unwrapped._crafter) for env in envs]
+    assert views[0] == views[1] and views[0][3][4] == "player"
+
+
+def test_the_views_names_from_slices_are_the_cell_by_cell_names_everywhere_the_edges_included():
+    env = E.make_env("collect_wood", 0)
+    env.reset(seed=3)
+    world = env.unwrapped._crafter._world
+    world.add(crafter.objects.Cow(world, (10, 1)))
+    w, h = world.area
+    for x, y in [(0, 0), (w - 1, h - 1), (2, 1), (w - 3, 5), (10, 3), (5, h - 2), (-20, 3), (w + 9, h + 9)]:
+        want = [[crafter_env._name(*world[x + dx, y + dy]) for dx in range(-4, 5)] for dy in range(-3, 4)]
+        assert world.cell_names(x - 4, x + 5, y - 3, y + 4, crafter_env._name) == want, (x, y)
+    assert "cow" in sum(world.cell_names(6, 15, -2, 5, crafter_env._name), []) and "unknown" in want[0]
+    env.close()
 
 
 # ----------------------------------------------------------------------------------------------
