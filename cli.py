@@ -22,9 +22,10 @@ import env as E
 import minedojo_env
 import ppo as P
 import skill_library as SL
+from core import Mode
 from llm import LLMError, configured_endpoint, validate_url
 
-MODES, BACKENDS = ("rlgpt", "rl", "rl+config", "code"), ("auto", "http", "local", "library")
+MODES, BACKENDS = tuple(m.value for m in Mode), ("auto", "http", "local", "library")
 # What --resume may change: where the LLM is and the budget; everything else shapes the saved state.
 RESUMABLE = {"llm", "llm_url", "llm_model", "vision", "iterations", "total_steps", "device", "threads",
              "eval_episodes", "checkpoint_every", "capture_video", "track", "resume"}
@@ -119,9 +120,9 @@ def validate(args, cfg: P.PPOConfig, parser: argparse.ArgumentParser) -> None:
     if args.llm.startswith("replay:") and not Path(args.llm[7:]).is_file():
         parser.error(f"--llm {args.llm}: no such transcript file")
     url = args.llm_url or configured_endpoint()
-    if args.mode != "rl" and args.llm == "http" and not url:
+    if args.mode != Mode.RL and args.llm == "http" and not url:
         parser.error("--llm http needs an endpoint: --llm-url or RLGPT_LLM_URL (e.g. http://127.0.0.1:8080/v1)")
-    if args.mode != "rl" and args.llm in ("http", "auto") and url:
+    if args.mode != Mode.RL and args.llm in ("http", "auto") and url:
         try:
             validate_url(url)
         except LLMError as e:
@@ -134,7 +135,7 @@ def validate(args, cfg: P.PPOConfig, parser: argparse.ArgumentParser) -> None:
     if args.num_envs % int(os.environ.get("WORLD_SIZE", 1)):
         parser.error(f"--num-envs {args.num_envs} does not split evenly over {os.environ['WORLD_SIZE']} ranks")
     skills_dir = SL.library_path(args.skills, args.runs_dir)
-    if skills_dir is not None and args.mode == "rlgpt":
+    if skills_dir is not None and args.mode == Mode.RLGPT:
         if args.run_name and (Path(args.runs_dir) / args.run_name).resolve() == skills_dir.resolve():
             parser.error(f"--run-name {args.run_name}: that is the skill library's directory; pick another")
         # checked, not created: a run stopped by a later check leaves nothing behind
@@ -154,7 +155,7 @@ def validate(args, cfg: P.PPOConfig, parser: argparse.ArgumentParser) -> None:
         except (ImportError, ValueError) as e:  # ValueError: a task id MineDojo does not know
             parser.error(str(e))
         library = args.llm == "library" or (args.llm == "auto" and not url)
-        if args.mode != "rl" and library and args.task not in minedojo_env.TASKS:
+        if args.mode != Mode.RL and library and args.task not in minedojo_env.TASKS:
             parser.error(f"--llm library: hand-written skills exist only for {', '.join(minedojo_env.TASKS)}; "
                          f"{args.task} needs an LLM (--llm http) or --mode rl")
     else:

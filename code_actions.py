@@ -22,6 +22,7 @@ import ppo as P
 import skills
 from core import SubAction
 from policy import Agent
+from run_state import Run
 
 # ----------------------------------------------------------------------------------------------
 # Code actions across iterations: append-only, so PPO's action indices never change meaning.
@@ -191,13 +192,13 @@ def evaluate(agent: Agent, args, library: Library, mask: np.ndarray, iteration: 
             "frames": first_frames or [], "failed_frames": failed_frames or []}
 
 
-def run_program(run: dict, ppo: P.PPO, action: int, steps: int, on_step, progress, on_log, on_update) -> dict:
+def run_program(run: Run, ppo: P.PPO, action: int, steps: int, on_step, progress, on_log, on_update) -> dict:
     """--mode code: every decision calls the one program, on the run's envs (reset once, when first
     used); the same budget, step count and statistics as PPO, logged every num_steps vector steps."""
-    envs, log_every = run["envs"], ppo.cfg.num_steps
-    if not run["envs_started"]:
+    envs, log_every = run.envs, ppo.cfg.num_steps
+    if not run.envs_started:
         envs.reset()
-        run["envs_started"] = True
+        run.envs_started = True
     start, episodes, logged, vector_steps = ppo.global_step, [], 0, 0
     while ppo.global_step - start < steps:
         actions = np.full(envs.num_envs, action)

@@ -1,4 +1,4 @@
-"""What every backend and both agents share: the task record, the primitive API's step accounting,
+"""What every backend and both agents share: the run's mode, the task record, the primitive API's step accounting,
 code actions as text, and the slow agent's plan.
 
 Nothing here knows a game: Crafter's tasks live in crafter_env.py, MineDojo's in minedojo_env.py, and
@@ -14,12 +14,39 @@ import difflib
 import inspect
 import re
 from dataclasses import asdict, dataclass, field
+from enum import Enum
 from time import perf_counter
 
 import gymnasium as gym
 
 import sandbox
 from prompts.common import CALL_RULES
+
+# ----------------------------------------------------------------------------------------------
+# Modes: what a run trains (--mode), the method and the baselines it is measured against.
+
+
+class Mode(str, Enum):
+    """A str, so a mode read back from config.json or a result file compares equal to its member."""
+
+    RLGPT = "rlgpt"  # RL-GPT: the slow agent plans, the fast agent writes code actions, PPO learns the rest
+    RL = "rl"  # plain PPO over the base actions: no plan, no code
+    RL_CONFIG = "rl+config"  # PPO with the plan's RL config (action mask, shaping), no code action
+    CODE = "code"  # one program for the whole task, no RL: the pure code-as-policy baseline
+
+    def __str__(self) -> str:  # as the user types it (logs, run names, f-strings)
+        return self.value
+
+    @property
+    def plans(self) -> bool:
+        """The slow agent plans (every mode but plain PPO)."""
+        return self is not Mode.RL
+
+    @property
+    def uses_plan_config(self) -> bool:
+        """PPO trains with the plan's RL config (shaping, mask, the planner's curriculum)."""
+        return self in (Mode.RLGPT, Mode.RL_CONFIG)
+
 
 # ----------------------------------------------------------------------------------------------
 # Tasks.

@@ -23,8 +23,9 @@ import re
 from dataclasses import asdict, dataclass, field
 
 import skills
-from core import CodeAction, Plan
+from core import CodeAction, Mode, Plan
 from env import get_task
+from run_state import LoopState
 
 
 @dataclass
@@ -165,19 +166,19 @@ def keep_change(previous: dict, current: dict) -> tuple[bool, str]:
                         f"{'slower' if slower else 'not slower'}")
 
 
-def rollback_if_worse(state: dict, library) -> str | None:
-    """After an iteration that ran with a change the critic made (state["before_change"], set by the plan
+def rollback_if_worse(state: LoopState, library) -> str | None:
+    """After an iteration that ran with a change the critic made (state.before_change, set by the plan
     phase): keep it unless it made things worse (keep_change); a rolled-back change restores the plan and
     the code actions in use before it, and the next iteration trains that plan again without a re-plan.
     Returns the decision with its reason, or None when the iteration changed nothing."""
-    before, history = state.pop("before_change", None), state["history"]
+    before, history, state.before_change = state.before_change, state.history, None
     if before is None or len(history) < 2:
         return None
     keep, why = keep_change(history[-2], history[-1])
     history[-1]["change"] = why
     if not keep:
-        state["plan"], library.active, state["rolled_back"] = before["plan"], dict(before["active"]), True
-        state["feedback"] = None  # what asked for the change is spent: nothing of it is applied again
+        state.plan, library.active, state.rolled_back = before["plan"], dict(before["active"]), True
+        state.feedback = None  # what asked for the change is spent: nothing of it is applied again
     return why
 
 
@@ -220,7 +221,7 @@ def rule_based_critique(plan: Plan, code_actions: list[CodeAction], stats: dict)
 chain's need, through a code action, is no longer shaped. Every decision gets one line in `reasons`."""
     active, per_action = active_code(plan, code_actions), stats.get("code_actions", {})
     notes, reasons, to_code, to_rl, fixes, variants = [], [], [], [], {}, {}
-    for s in plan.code_subactions if stats.get("mode") != "rl+config" else []:  # rl+config writes no code
+    for s in plan.code_subactions if stats.get("mode") != Mode.RL_CONFIG else []:  # rl+config writes no code
         if s.name not in active:
             to_rl.append(s.name)
             reasons.append(f"{s.name}: no code was accepted for it, so it already ran as RL")

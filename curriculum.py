@@ -16,7 +16,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 import distributed as D
-from core import Plan
+from core import Mode, Plan
+from run_state import LoopState
 
 THRESHOLD = 0.6  # reached in this share of recent episodes: the sub-task is learned well enough to build on
 WINDOW = 100  # recent episodes the threshold is judged over: one lucky run of short episodes is not enough
@@ -106,13 +107,13 @@ def reached(infos: dict) -> list[bool]:
     return [bool(episode["subtask_success"][i]) for i in np.flatnonzero(final["_episode"])]
 
 
-def plan_rl_config(mode: str, state: dict) -> dict:
-    """The RL config in force now (train.py's state: the plan, the curriculum), in the modes that use
-    the plan's (rlgpt and rl+config); {} in the others."""
-    if mode not in ("rlgpt", "rl+config") or not state["plan"]:
+def plan_rl_config(mode: Mode, state: LoopState) -> dict:
+    """The RL config in force now (the loop state's plan and curriculum), in the modes that use the plan's
+    (rlgpt and rl+config); {} in the others."""
+    if not Mode(mode).uses_plan_config or not state.plan:
         return {}
-    cu = state.get("curriculum")
-    return rl_config_for(Plan.from_dict(state["plan"]), Curriculum.from_dict(cu).current if cu else None)
+    cu = state.curriculum
+    return rl_config_for(Plan.from_dict(state.plan), Curriculum.from_dict(cu).current if cu else None)
 
 
 def rl_config_for(plan: Plan, subtask: str | None) -> dict:

@@ -7,8 +7,8 @@ writes while every rank gathers at the same points. Also here: choosing the LLM 
 main() sets up before the first file is written), what an iteration counts and logs as it trains
 (IterationTally), and what it writes after evaluation.
 
-train.py's loop holds the run's state in one plain dict, `run` (open_run makes it): the directory, the
-rank, the log sinks, the LLM client, the envs, the slow agent and the skill library.
+train.py's loop holds the run's live handles in a run_state.Run (open_run makes it) and where it is in a
+run_state.LoopState (save checkpoints it, resume restores it).
 """
 
 from __future__ import annotations
@@ -34,15 +34,17 @@ import report
 import skill_library as SL
 import skills
 from code_actions import CodeStats, Library
+from core import Mode
 from fast_agent import save_attempts
 from llm import LLMClient, LLMError, ReplayClient, configured_endpoint, start_local_server
+from run_state import LoopState, Run
 
 APPEND_LOGS = ("metrics.jsonl", "stats.jsonl", "unfinished.jsonl", "eval.jsonl")  # rewound on --resume
 
 
-def open_run(args, cfg: P.PPOConfig, parser, rank: int, world: int, device: str) -> dict | None:
+def open_run(args, cfg: P.PPOConfig, parser, rank: int, world: int, device: str) -> Run | None:
     """Rank 0 creates the run directory (or reopens --resume's), picks the LLM backend and writes config.json;
-    every rank gets the directory's name. Returns the `run` dict, or None when the LLM backend cannot be used
+    every rank gets the directory's name. Returns the Run, or None when the LLM backend cannot be used
     (the error is printed, and a directory made for this run is removed: nothing ran)."""
     run_dir, created = Path(args.resume) if args.resume else None, False
     if run_dir is None and rank == 0:
@@ -71,20 +73,19 @@ def open_run(args, cfg: P.PPOConfig, parser, rank: int, world: int, device: str)
 
     from torch.utils.tensorboard import SummaryWriter
 
-    run = {"dir": run_dir, "writer": SummaryWriter(str(run_dir)) if rank == 0 else None, "wandb": None,
-           "iteration": 0, "llm": llm, "server": server, "rank": rank, "world": world, "args": args,
-           "skills": None, "llm_calls_before": 0}
+    run = Run(args, run_dir, rank=rank, world=world, writer=SummaryWriter(str(run_dir)) if rank == 0 else None, llm=llm,
+              server=server)
     if args.track and rank == 0:
         import wandb
 
-        run["wandb"] = wandb.init(project="rlgpt", name=run_dir.name, config=asdict(args), dir=str(run_dir))
+        run.wandb = wandb.init(project="rlgpt", name=run_dir.name, config=asdict(args), dir=str(run_dir))
     return run
 
 
 def make_llm(args, run_dir: Path):
     """The agents' backend (None = the hand-written library) and a sentence saying why it was chosen."""
     kind = args.llm
-    if args.mode == "rl":
+    if args.mode == Mode.RL:
         return None, None, "no LLM: --mode rl is plain PPO"
     if kind == "auto":
         url = args.llm_url or configured_endpoint()
@@ -107,16 +108,16 @@ def make_llm(args, run_dir: Path):
     return client, server, f"{kind}: {client.url} model {client.model or '(server default)'}"
 
 
-def make_train_envs(args, run: dict, cfg: P.PPOConfig, library: Library, episode_numbers: list[int] = ()):
+def make_train_envs(args, run: Run, cfg: P.PPOConfig, library: Library, episode_numbers: list[int] = ()):
     """The run's one set of training envs, built once, grown in place, never reset by the trainer: this
     rank's share of --num-envs. Crafter tasks append every finished episode to stats.jsonl. On --resume
     (`episode_numbers` from the checkpoint) each env goes on with its next world, not its first one again."""
-    options = {} if not E.is_crafter(args.task) else {"stats_path": run["dir"] / "stats.jsonl",
+    options = {} if not E.is_crafter(args.task) else {"stats_path": run.dir / "stats.jsonl",
                                                              "crafter_impl": args.crafter_impl}
-    envs = E.make_vec_env(args.task, args.num_envs // run["world"], code_actions=library.actions, seed=args.seed,
-                          rank=run["rank"], max_macro_steps=args.max_macro_steps, gamma=cfg.gamma, **options)
+    envs = E.make_vec_env(args.task, args.num_envs // run.world, code_actions=library.actions, seed=args.seed,
+                          rank=run.rank, max_macro_steps=args.max_macro_steps, gamma=cfg.gamma, **options)
     if episode_numbers:
-        n, rank = envs.num_envs, run["rank"]
+        n, rank = envs.num_envs, run.rank
         envs.set_attr("episode_number", episode_numbers[rank * n:(rank + 1) * n])
     return envs
 
@@ -133,13 +134,13 @@ def open_skill_library(args, api_name: str, doc: str) -> SL.SkillLibrary | None:
     return library
 
 
-def close(run: dict) -> None:
+def close(run: Run) -> None:
     """The envs, the log writer and a local LLM server: closed however the run ended."""
-    run["envs"].close()
-    if run["writer"] is not None:
-        run["writer"].close()
-    if run["server"] is not None:
-        run["server"].stop()
+    run.envs.close()
+    if run.writer is not None:
+        run.writer.close()
+    if run.server is not None:
+        run.server.stop()
 
 
 def running_episodes(args, envs) -> tuple[list[dict], list[int]]:
@@ -151,11 +152,11 @@ def running_episodes(args, envs) -> tuple[list[dict], list[int]]:
     return D.all_gather(rows), D.all_gather(list(envs.get_attr("episode_number")))
 
 
-def write_unfinished(run: dict) -> None:
+def write_unfinished(run: Run) -> None:
     """At the end of the run: the episodes still going when the budget ran out go to unfinished.jsonl."""
-    running, _ = running_episodes(run["args"], run["envs"])
-    if run["rank"] == 0:
-        write_rows(run["dir"] / "unfinished.jsonl", running)
+    running, _ = running_episodes(run.args, run.envs)
+    if run.rank == 0:
+        write_rows(run.dir / "unfinished.jsonl", running)
 
 
 def write_rows(path: Path, rows: list[dict]) -> None:
@@ -163,32 +164,32 @@ def write_rows(path: Path, rows: list[dict]) -> None:
         f.write("".join(json.dumps(r) + "\n" for r in rows))
 
 
-def log_metrics(run: dict, metrics: dict, step: int) -> None:
-    if run["rank"]:  # rank 0 alone logs
+def log_metrics(run: Run, metrics: dict, step: int) -> None:
+    if run.rank:  # rank 0 alone logs
         return
     for k, v in metrics.items():
-        run["writer"].add_scalar(k, v, step)
-    if run["wandb"] is not None:
-        run["wandb"].log(dict(metrics, global_step=step))
-    with open(run["dir"] / "metrics.jsonl", "a") as f:
-        f.write(json.dumps({"global_step": step, "iteration": run["iteration"] + 1, **metrics}) + "\n")
+        run.writer.add_scalar(k, v, step)
+    if run.wandb is not None:
+        run.wandb.log(dict(metrics, global_step=step))
+    with open(run.dir / "metrics.jsonl", "a") as f:
+        f.write(json.dumps({"global_step": step, "iteration": run.iteration + 1, **metrics}) + "\n")
 
 
-def llm_calls(run: dict) -> int:
+def llm_calls(run: Run) -> int:
     """LLM calls of the whole run: those before the last resume (from the checkpoint) and this process's."""
-    return run["llm_calls_before"] + (run["llm"].calls if run["llm"] is not None else 0)
+    return run.llm_calls_before + (run.llm.calls if run.llm is not None else 0)
 
 
-def save(run: dict, ppo: P.PPO, library: Library, state: dict) -> None:
+def save(run: Run, ppo: P.PPO, library: Library, state: LoopState) -> None:
     """Called by every rank at the same point (a rollout boundary): the episodes in progress are gathered,
     so a resume can write them to unfinished.jsonl and go on with the next episode number of each env."""
-    running, episode_numbers = running_episodes(run["args"], run["envs"])
-    if run["rank"]:  # rank 0 alone checkpoints (all ranks hold the same weights)
+    running, episode_numbers = running_episodes(run.args, run.envs)
+    if run.rank:  # rank 0 alone checkpoints (all ranks hold the same weights)
         return
-    logs = {name: (run["dir"] / name).stat().st_size for name in APPEND_LOGS if (run["dir"] / name).is_file()}
-    state = dict(state, library_active=library.active, log_sizes=logs, running=running,
+    logs = {name: (run.dir / name).stat().st_size for name in APPEND_LOGS if (run.dir / name).is_file()}
+    state = dict(state.to_dict(), library_active=library.active, log_sizes=logs, running=running,
                  episode_numbers=episode_numbers, llm_calls=llm_calls(run))
-    save_checkpoint(str(run["dir"] / "checkpoint.pt"), ppo, [asdict(a) for a in library.actions], state)
+    save_checkpoint(str(run.dir / "checkpoint.pt"), ppo, [asdict(a) for a in library.actions], state)
 
 
 def save_checkpoint(path: str, ppo: P.PPO, code_actions: list[dict], extra: dict | None = None) -> None:
@@ -215,19 +216,19 @@ def load_checkpoint(path: str, ppo: P.PPO) -> tuple[list[dict], dict]:
     return d["code_actions"], d["extra"]
 
 
-def resume(run: dict, ppo: P.PPO) -> tuple[Library, dict, list[int]]:
+def resume(run: Run, ppo: P.PPO) -> tuple[Library, LoopState, list[int]]:
     """--resume: `ppo` restored in place from checkpoint.pt; returns the code library, the loop's state and
     each env's episode number at the checkpoint. Rank 0 cuts the logs back to the checkpoint (rewind_logs)."""
-    ckpt = run["dir"] / "checkpoint.pt"
+    ckpt = run.dir / "checkpoint.pt"
     actions, state = load_checkpoint(str(ckpt), ppo)
     library = Library([E.CodeAction(**a) for a in actions], state.pop("library_active"))
     running, episode_numbers = state.pop("running", []), state.pop("episode_numbers", [])
-    run["llm_calls_before"] = state.pop("llm_calls", 0)
-    if run["rank"] == 0:
-        rewind_logs(run["dir"], state.get("log_sizes", {}), running)
+    run.llm_calls_before = state.pop("llm_calls", 0)
+    if run.rank == 0:
+        rewind_logs(run.dir, state.get("log_sizes", {}), running)
         print(f"resumed from {ckpt}: iteration {state['iteration'] + 1}, {ppo.global_step} env steps done"
               f" ({len(running)} episodes going on at the checkpoint went to unfinished.jsonl)")
-    return library, state, episode_numbers
+    return library, LoopState.from_dict(state), episode_numbers
 
 
 def rewind_logs(run_dir: Path, sizes: dict[str, int], running: list[dict]) -> None:
@@ -264,15 +265,15 @@ class IterationTally:
     the success trend, the code actions' statistics (CodeStats); its progress bar and metric logging. A
     checkpoint inside the iteration keeps the counts (checkpoint()), so a resume goes on counting from there."""
 
-    def __init__(self, run: dict, library: Library, progress: dict | None, total: int, initial: int, desc: str):
+    def __init__(self, run: Run, library: Library, progress: dict | None, total: int, initial: int, desc: str):
         self.run, self.stats, self.trend, self.last = run, CodeStats(library), [], None
         self.counted = {"episodes": 0, "successes": 0}
-        if progress is not None and run["rank"] == 0:  # rank 0 holds every rank's counts up to the checkpoint
+        if progress is not None and run.rank == 0:  # rank 0 holds every rank's counts up to the checkpoint
             self.stats.restore(progress["decisions"], progress["rows"], progress.get("episodes"))
             self.trend, self.counted = progress["trend"], progress["counted"]
         self.bar = tqdm(total=total, initial=initial, unit="step", desc=desc, dynamic_ncols=True,
                         mininterval=0.5 if sys.stderr.isatty() else 30,  # a log file gets a line every 30 s
-                        disable=run["rank"] > 0)
+                        disable=run.rank > 0)
 
     def on_log(self, metrics: dict, step: int) -> None:
         log_metrics(self.run, metrics, step)
@@ -296,21 +297,21 @@ class IterationTally:
         return (round(self.counted["successes"] / n, 3) if n else None), n
 
 
-def record_skills(run: dict, library: Library, stats: CodeStats, task: str, iteration: int) -> None:
+def record_skills(run: Run, library: Library, stats: CodeStats, task: str, iteration: int) -> None:
     """The iteration's code-action statistics into the shared skill library (if the run uses one), after
     every iteration so a crash loses at most this one's numbers; a library that cannot be written is a warning."""
-    if run["skills"] is None:
+    if run.skill_library is None:
         return
     try:
-        run["skills"].record_iteration(library.actions, stats.rows, task=task, run=str(run["dir"].resolve()),
+        run.skill_library.record_iteration(library.actions, stats.rows, task=task, run=str(run.dir.resolve()),
                                        iteration=iteration)
     except OSError as e:
         tqdm.write(f"[iter {iteration}] warning: the skill library could not be written ({e}); the run goes on")
 
 
-def last_code_stats(run: dict, k: int) -> dict:
+def last_code_stats(run: Run, k: int) -> dict:
     """Each code action's row of the last stats.json, {} before any: a rewrite sees what its code did."""
-    path = run["dir"] / f"iter_{k}" / "stats.json"
+    path = run.dir / f"iter_{k}" / "stats.json"
     return json.loads(path.read_text()).get("code_actions", {}) if path.is_file() else {}
 
 
@@ -322,25 +323,25 @@ def record_attempts(attempts: list, it_dir: Path, name: str, iteration: int) -> 
             tqdm.write(f"[iter {iteration}] {name} attempt {n} failed: {a.error.splitlines()[0][:160]}")
 
 
-def record_iteration(run: dict, state: dict, critic_stats: dict, ev: dict, stats: CodeStats, library: Library,
+def record_iteration(run: Run, state: LoopState, critic_stats: dict, ev: dict, stats: CodeStats, library: Library,
                      rl_config: dict, n_actions: int, t0: float) -> None:
     """Rank 0, after an iteration's evaluation (`ev`): eval.jsonl, the eval and code-action metrics, the eval
     GIF, stats.json (what the critic reads), the iteration's row of the run's history (summary.md and the
     ablation tables are made from it; wall_s counts from `t0`), and one line for the user."""
     k, step = critic_stats["iteration"], critic_stats["env_steps"]
-    write_rows(run["dir"] / "eval.jsonl", ev["rows"])
+    write_rows(run.dir / "eval.jsonl", ev["rows"])
     log_metrics(run, {"eval/success_rate": ev["success_rate"], "eval/episodic_length": ev["mean_length"],
                       "eval/episodic_return": ev["mean_return"]}, step)
     for name, row in stats.summary().items():
         log_metrics(run, {f"code/{name}/share": row["share"], f"code/{name}/success_rate": row["success_rate"]},
                     step)
-    it_dir = run["dir"] / f"iter_{k}"
+    it_dir = run.dir / f"iter_{k}"
     it_dir.mkdir(exist_ok=True)
-    if run["args"].capture_video and ev["frames"]:
+    if run.args.capture_video and ev["frames"]:
         report.write_gif(it_dir / "eval.gif", ev["frames"])
     (it_dir / "stats.json").write_text(json.dumps(critic_stats, indent=2))
     train_success, n_train = critic_stats["success_rate"], critic_stats["success_episodes"]
-    state["history"].append({"iteration": k, "env_steps": step,
+    state.history.append({"iteration": k, "env_steps": step,
                              "train_success": train_success, "train_episodes": n_train,
                              "eval_success": ev["success_rate"],
                              "eval_length": ev["mean_length"], "eval_env_steps": ev["env_steps"],
@@ -348,8 +349,8 @@ def record_iteration(run: dict, state: dict, critic_stats: dict, ev: dict, stats
                              "hand_written": hand_written(library), "episode_lengths": critic_stats["episode_lengths"],
                              "score": critic_stats["score"] and {key: critic_stats["score"][key]
                                                                  for key in ("score", "se", "episodes")},
-                             "llm_calls": llm_calls(run), "reused": state.get("reused", []),
-                             "n_actions": n_actions, "curriculum": _curriculum_row(state.get("curriculum")),
+                             "llm_calls": llm_calls(run), "reused": state.reused,
+                             "n_actions": n_actions, "curriculum": _curriculum_row(state.curriculum),
                              "wall_s": round(time.time() - t0, 1)})
     shown = "-" if train_success is None else f"{train_success:.2f}"
     tqdm.write(f"[iter {k}] env steps {step}: train success {shown} (n={n_train}), "
@@ -370,9 +371,9 @@ def in_use_text(library: Library) -> str:
     return ", ".join(n + (" (hand-written, not LLM output)" if n in labelled else "") for n in names) or "none"
 
 
-def record_feedback(run: dict, iteration: int, feedback) -> None:
+def record_feedback(run: Run, iteration: int, feedback) -> None:
     """The critic's decision: iter_k/feedback.json, its summary and one line per decided change in the log."""
-    (run["dir"] / f"iter_{iteration}" / "feedback.json").write_text(json.dumps(feedback.to_dict(), indent=2))
+    (run.dir / f"iter_{iteration}" / "feedback.json").write_text(json.dumps(feedback.to_dict(), indent=2))
     tqdm.write(f"[iter {iteration}] critic: {feedback.summary}")
     for reason in feedback.reasons:
         tqdm.write(f"[iter {iteration}] critic decided: {reason}")
@@ -386,9 +387,9 @@ def _curriculum_row(saved: dict | None) -> dict | None:
     return {"subtasks": saved["subtasks"], "current": current, "stages": saved["stages"]}
 
 
-def episode_rows(run: dict, iteration: int) -> list[dict]:
+def episode_rows(run: Run, iteration: int) -> list[dict]:
     """The Crafter stats rows (stats.jsonl) of the training episodes that ended in this iteration."""
-    path = run["dir"] / "stats.jsonl"
+    path = run.dir / "stats.jsonl"
     return [r for r in report.read_jsonl(path) if r.get("iteration") == iteration] if path.is_file() else []
 
 

@@ -27,7 +27,7 @@ import json
 import curriculum as CU
 import minedojo_skills
 import skills
-from core import MAX_SUBACTIONS, SHAPING_RANGE, CodeAction, Plan, Task, api_doc
+from core import MAX_SUBACTIONS, SHAPING_RANGE, CodeAction, Mode, Plan, Task, api_doc
 from crafter_env import SUBTASK_REWARD
 from critic import Feedback, active_code, apply_feedback, check_feedback, num, rule_based_critique, success_text
 from env import api_for, game_of, get_task, is_crafter
@@ -295,7 +295,7 @@ def _code_action_lines(plan: Plan, code_actions: list[CodeAction], stats: dict) 
     active, per_action = active_code(plan, code_actions), stats.get("code_actions", {})
     lines = []
     for name in [s.name for s in plan.code_subactions]:
-        if stats.get("mode") == "rl+config":
+        if stats.get("mode") == Mode.RL_CONFIG:
             lines.append(NOT_WRITTEN_LINE.format(name=name))
             continue
         if name not in active:
@@ -336,7 +336,7 @@ def show_prompts(task: Task, doc: str, settings: dict, hand_written: bool = Fals
     plan = Plan.from_dict((skills if is_crafter(task.name) else minedojo_skills).reference_plan(task.name), task)
     sub = plan.code_subactions[0] if plan.code_subactions else None
     first = settings["total_steps"] // settings["iterations"]
-    stats = {"task": task.name, "mode": "rlgpt", "iteration": 1, "env_steps": first, "iteration_steps": [0, first],
+    stats = {"task": task.name, "mode": Mode.RLGPT, "iteration": 1, "env_steps": first, "iteration_steps": [0, first],
              "rollout": {"num_envs": settings["num_envs"], "num_steps": settings["num_steps"]},
              "eval_episodes": settings["eval_episodes"], "max_macro_steps": settings["max_macro_steps"],
              "success_episodes": 0, "decisions": 0}

@@ -48,12 +48,13 @@ import run_dir as RD
 import skills
 import whole_task
 from code_actions import Library, evaluate, grow_actions, reuse_skill, run_program, whole_task_subaction
-from core import Plan, api_doc
+from core import Mode, Plan, api_doc
 from critic import Feedback, rollback_if_worse
 from fast_agent import FastAgent
 from llm import LLMError
 from policy import Agent
 from run_dir import IterationTally, save  # save by name: tests patch train.save to stop a run mid-iteration
+from run_state import LoopState, Run
 from slow_agent import AgentError, SlowAgent, show_prompts
 
 
@@ -61,7 +62,7 @@ from slow_agent import AgentError, SlowAgent, show_prompts
 class Args:
     task: str = "collect_wood"
     """task to learn (--list-tasks prints them; minedojo:<task_id> needs MineDojo installed)"""
-    mode: str = "rlgpt"
+    mode: Mode = Mode.RLGPT
     """rlgpt: code actions + PPO | rl: plain PPO, no LLM | rl+config: plain PPO with the plan's action mask
     and reward shaping, no code actions | code: one program for the whole task, no RL"""
     llm: str = "auto"
@@ -114,6 +115,10 @@ class Args:
     crafter_impl: str = "fast"
     """fast: fastcrafter.Env, the same game bit for bit, several times faster | original: crafter.Env"""
 
+    def __post_init__(self):  # the command line (and a resumed config.json) give the mode as text
+        if not isinstance(self.mode, Mode) and self.mode in {m.value for m in Mode}:
+            self.mode = Mode(self.mode)  # anything else: cli.validate says what --mode may be
+
 
 def parse_args(argv: list[str] | None = None) -> tuple[Args, P.PPOConfig, argparse.ArgumentParser]:
     """--help is generated from the two dataclasses' field docstrings (cli.py)."""
@@ -121,26 +126,27 @@ def parse_args(argv: list[str] | None = None) -> tuple[Args, P.PPOConfig, argpar
     return (*cli.parse(parser, argv, Args, P.PPOConfig), parser)
 
 
-def agents_phase(args, run, slow, fast, library, state, doc) -> None:
+def agents_phase(args: Args, run: Run, slow: SlowAgent, fast: FastAgent, library: Library, state: LoopState,
+                 doc: str) -> None:
     """Steps 1-2 of an iteration: (re)plan, then write every code sub-action not yet accepted."""
-    k, it_dir = state["iteration"], run["dir"] / f"iter_{state['iteration'] + 1}"  # as the log: [iter 1]
+    k, it_dir = state.iteration, run.dir / f"iter_{state.iteration + 1}"  # as the log: [iter 1]
     (it_dir / "skills").mkdir(parents=True, exist_ok=True)
-    feedback = Feedback.from_dict(state["feedback"]) if state["feedback"] else None
-    before = {"plan": state["plan"], "active": dict(library.active)}  # a change the critic made is measured
-    if args.mode == "code":
+    feedback = Feedback.from_dict(state.feedback) if state.feedback else None
+    before = {"plan": state.plan, "active": dict(library.active)}  # a change the critic made is measured
+    if args.mode == Mode.CODE:
         subs = [whole_task_subaction(args)]
         plan = Plan(args.task, [], subs, {"shaping": {}, "mask_actions": []})
     else:
-        previous = Plan.from_dict(state["plan"]) if state["plan"] else None
-        if run["skills"] is not None:  # read again every iteration: other runs may have added skills
-            slow.library = run["skills"].catalogue(args.task, hand_written=slow.hand_written)
+        previous = Plan.from_dict(state.plan) if state.plan else None
+        if run.skill_library is not None:  # read again every iteration: other runs may have added skills
+            slow.library = run.skill_library.catalogue(args.task, hand_written=slow.hand_written)
         try:
-            if state.pop("rolled_back", False):  # the critic's change was rolled back: train that plan again
-                plan = previous
+            if state.rolled_back:  # the critic's change was rolled back: train that plan again
+                state.rolled_back, plan = False, previous
             else:
-                if run["llm"] is not None:  # LLM calls can take minutes: say what we are waiting for
+                if run.llm is not None:  # LLM calls can take minutes: say what we are waiting for
                     tqdm.write(f"[iter {k + 1}] asking the slow agent for a plan ...")
-                plan = slow.plan(E.get_task(args.task), doc, feedback=feedback, previous=previous)
+                plan = slow.plan(run.task, doc, feedback=feedback, previous=previous)
         except (LLMError, AgentError) as e:
             if previous is None:
                 raise
@@ -148,28 +154,28 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
             plan = previous
         finally:
             RD.log_rejections(k, "plan", slow)
-        subs = [] if args.mode == "rl+config" else plan.code_subactions  # rl+config: the plan's RL config only
-    state["plan"] = plan.to_dict()
-    (it_dir / "plan.json").write_text(json.dumps(state["plan"], indent=2))
+        subs = [] if args.mode == Mode.RL_CONFIG else plan.code_subactions  # rl+config: the plan's RL config only
+    state.plan = plan.to_dict()
+    (it_dir / "plan.json").write_text(json.dumps(state.plan, indent=2))
     for sub in subs:
         fix = feedback.fixes.get(sub.name) if feedback else None
         variant = feedback.variants.get(sub.name) if feedback else None
         if sub.name in library.active and not fix and not variant:  # accepted, and the critic is happy with it
             library.add(sub.name, library.current(sub.name), sub.initiation)  # (a new initiation: a new version)
             continue
-        if args.mode == "code" and run["llm"] is None:  # (every branch sets `action`)
+        if args.mode == Mode.CODE and run.llm is None:  # (every branch sets `action`)
             programs = whole_task if E.is_crafter(args.task) else minedojo_skills
             action = programs.whole_task_program(args.task, args.max_macro_steps)
         elif variant:  # the critic chose another hand-written version of this skill (an LLM run: --hand-written)
             action = skills.variants(sub.name)[variant]
             tqdm.write(f"[iter {k + 1}] {sub.name!r}: skills.py's hand-written variant {variant!r}, not LLM output")
-        elif sub.reuse and not fix and (action := reuse_skill(run["skills"], sub.name, fast.check_and_dry_run, k + 1,
-                                                              slow.hand_written)):
-            state["reused"] = state.get("reused", []) + [sub.name]
+        elif sub.reuse and not fix and (action := reuse_skill(run.skill_library, sub.name, fast.check_and_dry_run,
+                                                              k + 1, slow.hand_written)):
+            state.reused = state.reused + [sub.name]
         else:
-            if run["llm"] is not None:
+            if run.llm is not None:
                 tqdm.write(f"[iter {k + 1}] asking the fast agent to write {sub.name!r} ...")
-            examples = run["skills"].related(f"{args.task} {sub.name} {sub.spec}") if run["skills"] else None
+            examples = run.skill_library.related(f"{args.task} {sub.name} {sub.spec}") if run.skill_library else None
             current = library.current(sub.name)
             action = fast.write(sub, doc, feedback=fix, examples=examples, current=current,
                                 stats=RD.last_code_stats(run, k).get(current.name) if current else None)
@@ -183,21 +189,21 @@ def agents_phase(args, run, slow, fast, library, state, doc) -> None:
         (it_dir / "skills" / f"{action.name}.py").write_text(action.source)
     for name in [n for n in library.active if n not in {s.name for s in subs}]:
         library.active.pop(name)  # the plan moved it to RL: masked from now on
-    if feedback is not None and (state["plan"], library.active) != (before["plan"], before["active"]):
-        state["before_change"] = before  # kept only if the next iteration is not worse (critic.rollback_if_worse)
+    if feedback is not None and (state.plan, library.active) != (before["plan"], before["active"]):
+        state.before_change = before  # kept only if the next iteration is not worse (critic.rollback_if_worse)
     tqdm.write(f"[iter {k + 1}] plan: {len(plan.subactions)} sub-actions; code actions in use: "
                f"{RD.in_use_text(library)}")
 
 
-def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: dict) -> None:
+def train_iteration(args: Args, run: Run, ppo: P.PPO, library: Library, state: LoopState) -> None:
     """Steps 3-4 of an iteration: RL on this iteration's share of the budget, evaluation, the critic."""
-    k, t0 = state["iteration"], time.time()
+    k, t0 = state.iteration, time.time()
     n_base = ppo.agent.n_actions - len(library.actions)
-    plan = Plan.from_dict(state["plan"]) if state["plan"] else None
-    cu = CU.for_plan(state.get("curriculum"), plan, args.total_steps - ppo.global_step, ppo.global_step) \
-        if args.mode in ("rlgpt", "rl+config") and E.is_crafter(args.task) else None  # the planner's chain
-    state["curriculum"] = cu.to_dict() if cu else None
-    envs, base_actions = run["envs"], E.get_task(args.task).actions
+    plan = Plan.from_dict(state.plan) if state.plan else None
+    cu = CU.for_plan(state.curriculum, plan, args.total_steps - ppo.global_step, ppo.global_step) \
+        if args.mode.uses_plan_config and E.is_crafter(args.task) else None  # the planner's chain
+    state.curriculum = cu.to_dict() if cu else None
+    envs, base_actions = run.envs, run.task.actions
 
     def configure():  # the plan's shaping, the current sub-task, its rl config; -> the action mask
         rl_config = CU.plan_rl_config(args.mode, state)
@@ -209,9 +215,10 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
 
     mask = configure()
     program = n_base + library.actions.index(library.current("solve_task")) \
-        if args.mode == "code" and "solve_task" in library.active else None
+        if args.mode == Mode.CODE and "solve_task" in library.active else None
     start, target = args.total_steps * k // args.iterations, args.total_steps * (k + 1) // args.iterations
-    tally = IterationTally(run, library, state.pop("progress", None), total=target - start,
+    progress, state.progress = state.progress, None
+    tally = IterationTally(run, library, progress, total=target - start,
                            initial=min(target, ppo.global_step) - start, desc=f"iter {k + 1}/{args.iterations}")
     stats = tally.stats
 
@@ -223,25 +230,25 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
     def on_update(step: int):  # at a rollout boundary: the curriculum may move on (-> its new mask)
         if moved := (cu.update(step) if cu is not None else None):
             tqdm.write(f"[iter {k + 1}] {moved}")
-        state["curriculum"] = cu.to_dict() if cu is not None else None
+        state.curriculum = cu.to_dict() if cu is not None else None
         # checkpoint once past each multiple (not at the iteration's last update: main() saves after it)
-        if step < target and step // args.checkpoint_every > run["checkpoint_mark"]:
-            run["checkpoint_mark"] = step // args.checkpoint_every
-            state["progress"] = tally.checkpoint()
+        if step < target and step // args.checkpoint_every > run.checkpoint_mark:
+            run.checkpoint_mark = step // args.checkpoint_every
+            state.progress = tally.checkpoint()
             save(run, ppo, library, state)
-            del state["progress"]
+            state.progress = None
         return configure() if moved else None  # the next sub-task's mask, shaping and bonus
 
-    if ppo.global_step >= target or (args.mode == "code" and program is None):
+    if ppo.global_step >= target or (args.mode == Mode.CODE and program is None):
         pass  # done already, or no program was accepted: nothing runs, no step counts
-    elif args.mode == "code":
+    elif args.mode == Mode.CODE:
         run_program(run, ppo, program, target - ppo.global_step, stats, tally.bar.update, tally.on_log, on_update)
     else:
         ppo.train(envs, target - ppo.global_step, action_mask=mask, on_log=tally.on_log, on_step=on_step,
                   progress=tally.bar.update, on_update=on_update)
     tally.bar.close()
     stats.gather()
-    if run["rank"]:  # evaluation, the critic and the run directory are rank 0's
+    if run.rank:  # evaluation, the critic and the run directory are rank 0's
         return
     RD.record_skills(run, library, stats, args.task, k + 1)
     mask = configure() if cu is not None else mask  # the mask of the last sub-task trained
@@ -252,20 +259,20 @@ def train_iteration(args: Args, run: dict, ppo: P.PPO, library: Library, state: 
                         ppo.agent.n_actions, t0)
     if why := rollback_if_worse(state, library):  # the critic's last change, measured
         tqdm.write(f"[iter {k + 1}] the critic's change: {why}")
-    if args.mode == "rl" or k + 1 == args.iterations or state.get("rolled_back"):
+    if args.mode == Mode.RL or k + 1 == args.iterations or state.rolled_back:
         return  # (after a rollback the critic's view of the dropped plan is moot: that plan trains again)
     frames = report.png_frames(ev["failed_frames"]) if args.vision else None
     active = [a for a in library.actions if a.name in library.active.values()]
     try:
-        if run["llm"] is not None:
+        if run.llm is not None:
             tqdm.write(f"[iter {k + 1}] asking the critic ...")
-        feedback = run["slow"].critique(plan, active, critic_stats, frames)
+        feedback = run.slow.critique(plan, active, critic_stats, frames)
     except (LLMError, AgentError) as e:
         tqdm.write(f"[iter {k + 1}] the critic failed ({e}); the next plan goes without feedback")
         return
     finally:
-        RD.log_rejections(k, "critic", run["slow"])
-    state["feedback"] = feedback.to_dict()
+        RD.log_rejections(k, "critic", run.slow)
+    state.feedback = feedback.to_dict()
     RD.record_feedback(run, k + 1, feedback)
 
 
@@ -287,46 +294,47 @@ def main(argv: list[str] | None = None) -> int:
     run = RD.open_run(args, cfg, parser, rank, world, device)
     if run is None:  # the LLM backend cannot be used (said why); nothing ran
         return 2
-    run_dir = run["dir"]
+    run_dir = run.dir
 
     probe = E.make_env(args.task, crafter_impl=args.crafter_impl)
-    n_base, base_actions = probe.action_space.n, E.get_task(args.task).actions  # code actions come after them
+    run.task = E.get_task(args.task)
+    n_base, base_actions = probe.action_space.n, run.task.actions  # code actions come after them
     agent = Agent(probe.observation_space, n_base)
     api = type(probe.unwrapped.make_api(0))
     doc = api_doc(api, args.max_macro_steps)  # the doc says how many steps one call may take
     probe.close()
-    if rank == 0 and args.mode == "rlgpt":
-        run["skills"] = RD.open_skill_library(args, api.__name__, doc)
+    if rank == 0 and args.mode == Mode.RLGPT:
+        run.skill_library = RD.open_skill_library(args, api.__name__, doc)
     ppo = P.PPO(agent, cfg, device=device, total_steps=args.total_steps)
     library = Library()
-    state = {"iteration": 0, "phase": "plan", "plan": None, "feedback": None, "history": []}
+    state = LoopState()
     episode_numbers = []
     if args.resume and (run_dir / "checkpoint.pt").is_file():
         library, state, episode_numbers = RD.resume(run, ppo)
-    run["envs"], run["envs_started"] = RD.make_train_envs(args, run, cfg, library, episode_numbers), False
-    run["checkpoint_mark"] = ppo.global_step // args.checkpoint_every
+    run.envs, run.envs_started = RD.make_train_envs(args, run, cfg, library, episode_numbers), False
+    run.checkpoint_mark = ppo.global_step // args.checkpoint_every
     if rank:  # each rank samples its own actions (a checkpoint holds rank 0's RNG state)
         P.seed_everything(args.seed + 1000 * rank + ppo.global_step)
-    run["slow"] = slow = SlowAgent(run["llm"], hand_written=args.hand_written or run["llm"] is None)
-    fast = FastAgent(run["llm"], dry_run_task=args.task, dry_run_steps=args.max_macro_steps,
+    run.slow = slow = SlowAgent(run.llm, hand_written=args.hand_written or run.llm is None)
+    fast = FastAgent(run.llm, dry_run_task=args.task, dry_run_steps=args.max_macro_steps,
                      dry_run_options={"crafter_impl": args.crafter_impl} if E.is_crafter(args.task) else {})
     try:
-        while state["iteration"] < args.iterations:
-            run["iteration"] = state["iteration"]
-            if state["phase"] == "plan":
-                if args.mode != "rl" and rank == 0:
+        while state.iteration < args.iterations:
+            run.iteration = state.iteration
+            if state.phase == "plan":
+                if args.mode.plans and rank == 0:
                     agents_phase(args, run, slow, fast, library, state, doc)
                 if world > 1:  # every rank gets rank 0's plan and code actions, in the same order
                     state, actions, active = D.broadcast([state, [asdict(a) for a in library.actions],
                                                           library.active])
                     library = Library([E.CodeAction(**a) for a in actions], active)
                 old_mask = library.mask(base_actions, CU.plan_rl_config(args.mode, state).get("mask_actions", []))
-                grow_actions(ppo, run["envs"], library, n_base, old_mask)
-                state["phase"] = "train"
+                grow_actions(ppo, run.envs, library, n_base, old_mask)
+                state.phase = "train"
                 save(run, ppo, library, state)
             train_iteration(args, run, ppo, library, state)
-            state["iteration"] += 1
-            state["phase"] = "plan"
+            state.iteration += 1
+            state.phase = "plan"
             save(run, ppo, library, state)
         RD.write_unfinished(run)  # the episodes still going when the budget ran out
     except KeyboardInterrupt:
@@ -341,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
         D.leave()
         if rank:
             return 0
-    report.write_summary(run_dir, state["history"], args)
+    report.write_summary(run_dir, state.history, args)
     print(f"done: {ppo.global_step} env steps; summary in {run_dir / 'summary.md'}")
     return 0
 
