@@ -251,7 +251,7 @@ class CrafterAPI(PrimitiveAPI):
     steps, one per action."""
 
     RECIPES = recipe_table()
-    _QUERIES = ("view", "inventory", "facing", "in_front", "steps_left")  # read the state only: sandbox_host
+    _QUERIES = ("view", "inventory", "facing", "in_front", "steps_left")  # read the state only: sandbox/host.py
 
     def _cell(self, dx: int, dy: int) -> str:
         x, y = self._env._crafter._player.pos.tolist()

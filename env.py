@@ -19,8 +19,6 @@ import numpy as np
 
 import crafter_env
 import minedojo_env
-import sandbox
-import sandbox_host
 from core import CodeAction, PrimitiveAPI, Task, can_start
 from crafter_env import (  # noqa: F401 (the Crafter names most callers want, re-exported)
     ACHIEVEMENTS,
@@ -36,6 +34,8 @@ from crafter_env import (  # noqa: F401 (the Crafter names most callers want, re
     make_crafter,
     world_seed,
 )
+from sandbox.host import Worker
+from sandbox.limits import EpisodeEnded
 
 # ----------------------------------------------------------------------------------------------
 # Tasks of every backend.
@@ -74,7 +74,7 @@ class CodeActions(gym.Wrapper):
     A code action with an initiation condition may start only where it holds: info["action_mask"] (after
     every reset and step) says which actions the next decision may choose, and PPO masks the rest.
 
-    The code runs in this env's sandbox worker process (sandbox_host.Worker, started on the first
+    The code runs in this env's sandbox worker process (sandbox.host.Worker, started on the first
     code action) against the primitive API for at most `max_macro_steps` real environment steps. The
     transition reports `prim_steps` (k of the semi-MDP), whether the code returned True, the reward
     its steps earned (`code_reward`, the plain sum) and any error; every failure of model code, a
@@ -90,7 +90,7 @@ class CodeActions(gym.Wrapper):
     def __init__(self, env: gym.Env, code_actions=(), max_macro_steps: int = 64, time_limit: float = 1.0,
                  gamma: float = 1.0):
         super().__init__(env)
-        self.sandbox = sandbox_host.Worker()  # checks and compiles each action in the worker
+        self.sandbox = Worker()  # checks and compiles each action in the worker
         self.n_base = env.action_space.n
         self.max_macro_steps, self.time_limit, self.gamma = max_macro_steps, time_limit, gamma
         self.code_actions: list[CodeAction] = []
@@ -138,7 +138,7 @@ class CodeActions(gym.Wrapper):
         if api._steps == 0:  # an action that does nothing still costs one step: action 0 is every backend's noop
             try:
                 api._act(0)
-            except sandbox.EpisodeEnded:
+            except EpisodeEnded:
                 pass
         obs, _, terminated, truncated, info = api._last
         ok = result.returned is True or bool(info.get("success"))  # the task solved inside counts as done

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 import report
-import sandbox
 import skills
 import train
 from code_actions import CodeStats, reuse_skill
@@ -34,6 +33,7 @@ from critic import (
 from env import ACHIEVEMENTS, ACTIONS, get_task, make_env
 from evidence import crafter_score, episode_ends, episode_measures, gathered, stall_shares
 from llm import LLMClient
+from sandbox import checker
 from skill_library import SkillLibrary
 from slow_agent import AgentError, SlowAgent, plan_messages
 from tests.fake_llm import FakeLLMServer
@@ -261,7 +261,7 @@ def test_the_critic_is_shown_both_menus_it_may_choose_from():
 def test_every_variant_passes_the_sandbox_and_is_told_apart_by_its_source():
     for name in skills.VARIANTS:
         for v, action in skills.variants(name).items():
-            sandbox.check(action.source, action.function)
+            checker.check(action.source, action.function)
             assert action.name == name and action.doc.startswith(skills.LABEL)
             assert skills.variant_of(name, action.source) == v
     assert skills.variant_of("chop_tree", "def chop_tree(api):\n    return True\n") is None

@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 from crafter import objects
 
-import sandbox
 import skills
 import whole_task
 from core import can_start
 from env import ACTIONS, ITEMS, TASKS, make_env
+from sandbox import checker
 from skills import SKILLS, reference_plan
 
 N_SITUATIONS, MIN_SUCCESS = 20, 18  # the issue's bar: >= 90% over 20 situations
@@ -231,7 +231,7 @@ def test_skills_give_up_at_once_without_target(env):
 
 def test_every_skill_passes_the_sandbox_check():
     for skill in SKILLS.values():
-        sandbox.check(skill.source, skill.function)
+        checker.check(skill.source, skill.function)
         assert skill.doc.startswith(skills.LABEL)  # labelled as hand-written, never as model output
     assert set(SPECS) == set(SKILLS)  # every skill has a Crafter test above
 
@@ -262,7 +262,7 @@ def test_whole_task_programs_pass_the_sandbox_and_solve_an_easy_task():
     """--mode code's hand-written program: every task's passes the check; collect_wood's solves it."""
     for name in TASKS:
         program = whole_task.whole_task_program(name, BUDGET)
-        sandbox.check(program.source, program.function)
+        checker.check(program.source, program.function)
         assert program.doc.startswith(skills.LABEL)
     env = make_env("collect_wood", 0, code_actions=[whole_task.whole_task_program("collect_wood", BUDGET)])
     wins = 0
@@ -281,7 +281,7 @@ def test_the_whole_benchmark_program_goes_beyond_the_tech_tree():
     on two worlds, 30 calls through the sandbox unlock at least 10 achievements each, saplings, plants
     and the stone tools among them (the chain-only program it replaced unlocked 6 in both)."""
     program = whole_task.whole_task_program("crafter", BUDGET)
-    sandbox.check(program.source, program.function)
+    checker.check(program.source, program.function)
     env = make_env("crafter", 0, code_actions=[program])
     for seed in range(2):
         env.reset(seed=seed)
