@@ -19,9 +19,9 @@ from pathlib import Path
 import torch
 
 import env as E
-import minedojo_env
 import ppo as P
 import skill_library as SL
+from envs import minedojo_env
 from llm import LLMError, configured_endpoint, validate_url
 
 MODES, BACKENDS = ("rlgpt", "rl", "rl+config", "code"), ("auto", "http", "local", "library")

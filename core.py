@@ -1,7 +1,7 @@
 """What every backend and both agents share: the task record, the primitive API's step accounting,
 code actions as text, and the slow agent's plan.
 
-Nothing here knows a game: Crafter's tasks live in crafter_env.py, MineDojo's in minedojo_env.py, and
+Nothing here knows a game: Crafter's tasks live in envs/crafter_tasks.py, MineDojo's in envs/minedojo_env.py, and
 env.get_task finds either. Each backend's tasks carry its vocabulary (base action names, inventory
 items, milestones), so a plan is checked against the game it is for. Of the project it imports only
 sandbox/limits.py, for the exceptions that stop a code action, and prompts/common.py, for how the API doc says a

@@ -4,8 +4,8 @@
     python env.py --task collect_wood --demo               # play the built-in scripted code action
     python env.py --task collect_wood --demo --gif demo.gif
 
-The backends each live in a file of their own: crafter_env.py (the default, embedded) and
-minedojo_env.py (`minedojo:<task_id>` tasks; needs MineDojo installed). This file finds a task in
+The backends each live in a file of their own: envs/crafter_env.py (the default, embedded) and
+envs/minedojo_env.py (`minedojo:<task_id>` tasks; needs MineDojo installed). This file finds a task in
 either, wraps any backend's env so code actions become actions, and builds vector envs.
 Read top to bottom: tasks -> code actions -> vector envs -> the demo.
 """
@@ -17,10 +17,9 @@ import argparse
 import gymnasium as gym
 import numpy as np
 
-import crafter_env
-import minedojo_env
 from core import CodeAction, PrimitiveAPI, Task, can_start
-from crafter_env import (  # noqa: F401 (the Crafter names most callers want, re-exported)
+from envs import crafter_env, minedojo_env
+from envs.crafter_env import (  # noqa: F401 (the Crafter names most callers want, re-exported)
     ACHIEVEMENTS,
     ACTIONS,
     ALIASES,

@@ -26,7 +26,7 @@ import ast
 import json
 
 from core import CodeAction
-from minedojo_env import TASKS, get_task
+from envs.minedojo_env import TASKS, get_task
 from skills import LABEL, LONG_CHAIN
 from whole_task import program
 

@@ -28,9 +28,9 @@ import curriculum as CU
 import minedojo_skills
 import skills
 from core import MAX_SUBACTIONS, SHAPING_RANGE, CodeAction, Plan, Task, api_doc
-from crafter_env import SUBTASK_REWARD
 from critic import Feedback, active_code, apply_feedback, check_feedback, num, rule_based_critique, success_text
 from env import api_for, game_of, get_task, is_crafter
+from envs.crafter_env import SUBTASK_REWARD
 from llm import LLMError, LLMReplyError
 from prompts.common import REPAIR_PROMPT
 from prompts.critic import (

@@ -13,8 +13,8 @@ sends it; a run keeps every message it sent, with the reply, in llm_transcript.j
 The planner: slow_agent.SlowAgent.plan
     system PLAN_SYSTEM and user PLAN_PROMPT, filled by slow_agent.plan_messages, which includes:
     - the task, its description and prerequisite chain, its base actions, inventory items (the shaping
-      menu), milestones and view cells (an initiation's "in_view"): the Task record (crafter_tasks.py,
-      minedojo_env.py, found by env.get_task);
+      menu), milestones and view cells (an initiation's "in_view"): the Task record (envs/crafter_tasks.py,
+      envs/minedojo_env.py, found by env.get_task);
     - the API doc: core.api_doc(env.api_for(task), --max-macro-steps), from the API class's docstrings
       (crafter_env.CrafterAPI, minedojo_env.MineDojoAPI), its recipes (Crafter: crafter_tasks.recipe_table,
       from Crafter's data.yaml; MineDojo: minedojo_env.RECIPE_TABLE) and common.CALL_RULES;

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import env as E
-import fastcrafter
+from envs import fastcrafter
 
 SEEDS = range(10)
 STEPS = 1000

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 import env
-import minedojo_env
 import minedojo_skills
 import train
 from core import SubAction, api_doc
+from envs import minedojo_env
 from fast_agent import FastAgent
 from llm import LLMError, Reply
 from slow_agent import SlowAgent, plan_messages
