@@ -25,8 +25,6 @@ import textwrap
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import minedojo_skills
-import skills
 from core import CodeAction, SubAction
 from env import game_of, is_crafter, make_env
 from llm import LLMError, LLMReplyError
@@ -44,6 +42,7 @@ from prompts.code_writer import (
     WRITE_SYSTEM,
     code_rules,
 )
+from reference import minedojo_skills, skills
 from replies import fenced_blocks
 from sandbox import checker
 

@@ -18,7 +18,7 @@ The planner: slow_agent.SlowAgent.plan
     - the API doc: core.api_doc(env.api_for(task), --max-macro-steps), from the API class's docstrings
       (crafter_env.CrafterAPI, minedojo_env.MineDojoAPI), its recipes (Crafter: crafter_tasks.recipe_table,
       from Crafter's data.yaml; MineDojo: minedojo_env.RECIPE_TABLE) and common.CALL_RULES;
-    - "subtasks": slow_agent._subtasks_rule picks SUBTASKS_LONG (a chain of skills.LONG_CHAIN or more),
+    - "subtasks": slow_agent._subtasks_rule picks SUBTASKS_LONG (a chain of plans.LONG_CHAIN or more),
       SUBTASKS_BENCHMARK (both followed by CURRICULUM, from curriculum.py's THRESHOLD, WINDOW and
       MIN_EPISODES and crafter_env.SUBTASK_REWARD), SUBTASKS_SHORT or SUBTASKS_MINEDOJO;
     - "initiation": INITIATION_VIEW (a game with a view) or INITIATION_INVENTORY; the number of

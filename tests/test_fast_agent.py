@@ -10,11 +10,11 @@ import json
 
 import pytest
 
-import skills
 from core import CodeAction, SubAction, api_doc
 from env import CHOP_TREE, CrafterAPI
 from fast_agent import FastAgent, extract_code, save_attempts
 from prompts.code_writer import CODE_REPLY_TOKENS, DRINK_WATER
+from reference import plans
 from sandbox import checker, limits
 from tests.fake_llm import FakeLLMServer, client, http_error, text_of, truncated
 
@@ -211,7 +211,7 @@ def test_train_sends_the_code_being_fixed_and_its_statistics_with_the_critics_no
     def script(request: dict) -> str:
         system, user = request["messages"][0]["content"], request["messages"][-1]["content"]
         if system.startswith("You are the slow agent"):
-            return json.dumps(skills.reference_plan("collect_wood"))
+            return json.dumps(plans.reference_plan("collect_wood"))
         if system.startswith("You are the critic"):
             return json.dumps({"summary": "s", "to_code": [], "to_rl": [], "fixes": {"chop_tree": "FIX-NOTE"}})
         if "FIX-NOTE" in user:
