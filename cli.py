@@ -19,10 +19,10 @@ from pathlib import Path
 import torch
 
 import env as E
-import minedojo_env
 import ppo as P
 import skill_library as SL
 from core import Mode
+from envs import minedojo_env
 from llm import LLMError, configured_endpoint, validate_url
 
 MODES, BACKENDS = tuple(m.value for m in Mode), ("auto", "http", "local", "library")

@@ -19,9 +19,9 @@ from tqdm import tqdm
 import distributed as D
 import env as E
 import ppo as P
-import skills
 from core import SubAction
 from policy import Agent
+from reference import skills
 from run_state import Run
 
 # ----------------------------------------------------------------------------------------------

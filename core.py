@@ -1,10 +1,10 @@
 """What every backend and both agents share: the run's mode, the task record, the primitive API's step accounting,
 code actions as text, and the slow agent's plan.
 
-Nothing here knows a game: Crafter's tasks live in crafter_env.py, MineDojo's in minedojo_env.py, and
+Nothing here knows a game: Crafter's tasks live in envs/crafter_tasks.py, MineDojo's in envs/minedojo_env.py, and
 env.get_task finds either. Each backend's tasks carry its vocabulary (base action names, inventory
 items, milestones), so a plan is checked against the game it is for. Of the project it imports only
-sandbox.py, for the exceptions that stop a code action, and prompts/common.py, for how the API doc says a
+sandbox/limits.py, for the exceptions that stop a code action, and prompts/common.py, for how the API doc says a
 call runs (CALL_RULES).
 """
 
@@ -19,8 +19,8 @@ from time import perf_counter
 
 import gymnasium as gym
 
-import sandbox
 from prompts.common import CALL_RULES
+from sandbox.limits import EpisodeEnded, StepBudgetExceeded
 
 # ----------------------------------------------------------------------------------------------
 # Modes: what a run trains (--mode), the method and the baselines it is measured against.
@@ -93,14 +93,14 @@ class PrimitiveAPI:
     def __init__(self, env: gym.Env, budget: int, gamma: float = 1.0):
         self._env, self._budget, self._gamma = env, budget, gamma
         self._steps, self._reward, self._earned, self._last = 0, 0.0, 0.0, None  # _reward: sum of gamma**i * r_i
-        self._env_time = 0.0  # seconds inside env.step: off the code's clock (sandbox_host), bounded by `budget`
+        self._env_time = 0.0  # seconds inside env.step: off the code's clock (sandbox/host.py), bounded by `budget`
 
     def _act(self, action):
         """Take one real environment step; stop the code action when the budget or the episode ends."""
         if self._last is not None and (self._last[2] or self._last[3]):
-            raise sandbox.EpisodeEnded()
+            raise EpisodeEnded()
         if self._steps >= self._budget:
-            raise sandbox.StepBudgetExceeded(f"step budget of {self._budget} env steps spent")
+            raise StepBudgetExceeded(f"step budget of {self._budget} env steps spent")
         start = perf_counter()
         self._last = self._env.step(action)
         self._env_time += perf_counter() - start
@@ -108,7 +108,7 @@ class PrimitiveAPI:
         self._earned += self._last[1]
         self._steps += 1
         if self._last[2] or self._last[3]:
-            raise sandbox.EpisodeEnded()
+            raise EpisodeEnded()
         return self._last
 
     def steps_left(self) -> int:

@@ -22,9 +22,9 @@ import math
 import re
 from dataclasses import asdict, dataclass, field
 
-import skills
 from core import CodeAction, Mode, Plan
 from env import get_task
+from reference import plans, skills
 from run_state import LoopState
 
 
@@ -261,7 +261,7 @@ chain's need, through a code action, is no longer shaped. Every decision gets on
     if stats.get("score"):  # no goal: every episode counts, and the tech tree is the chain
         notes.append(_rare_text(stats["score"]))
         stalls, chain = {"failed_episodes": stats["score"]["episodes"], "never_reached": {
-            a: round(1 - p, 3) for a, p in stats["score"]["achievements"].items()}}, skills.TECH_TREE
+            a: round(1 - p, 3) for a, p in stats["score"]["achievements"].items()}}, plans.TECH_TREE
     _act_on_stall(plan, stalls, chain, lists, notes)
     _act_on_deaths(plan, stats.get("ends") or {}, lists, notes)
     _act_on_over_gathering(stats.get("gathered") or {}, lists)
@@ -292,7 +292,7 @@ def _act_on_stall(plan: Plan, stalls: dict, chain, lists: tuple, notes: list[str
     if n < MIN_FAILED_EPISODES or stuck is None:
         return
     where = f"{num(shares[stuck])} of {n} failed episodes never reached {stuck}"
-    _remedy(plan, stuck, where, skills.SHAPING.get(stuck), lists, notes)
+    _remedy(plan, stuck, where, plans.SHAPING.get(stuck), lists, notes)
 
 
 def _act_on_deaths(plan: Plan, ends: dict, lists: tuple, notes: list[str]) -> None:

@@ -4,8 +4,8 @@
     python env.py --task collect_wood --demo               # play the built-in scripted code action
     python env.py --task collect_wood --demo --gif demo.gif
 
-The backends each live in a file of their own: crafter_env.py (the default, embedded) and
-minedojo_env.py (`minedojo:<task_id>` tasks; needs MineDojo installed). This file finds a task in
+The backends each live in a file of their own: envs/crafter_env.py (the default, embedded) and
+envs/minedojo_env.py (`minedojo:<task_id>` tasks; needs MineDojo installed). This file finds a task in
 either, wraps any backend's env so code actions become actions, and builds vector envs.
 Read top to bottom: tasks -> code actions -> vector envs -> the demo.
 """
@@ -17,12 +17,9 @@ import argparse
 import gymnasium as gym
 import numpy as np
 
-import crafter_env
-import minedojo_env
-import sandbox
-import sandbox_host
 from core import CodeAction, PrimitiveAPI, Task, can_start
-from crafter_env import (  # noqa: F401 (the Crafter names most callers want, re-exported)
+from envs import crafter_env, minedojo_env
+from envs.crafter_env import (  # noqa: F401 (the Crafter names most callers want, re-exported)
     ACHIEVEMENTS,
     ACTIONS,
     ALIASES,
@@ -36,6 +33,8 @@ from crafter_env import (  # noqa: F401 (the Crafter names most callers want, re
     make_crafter,
     world_seed,
 )
+from sandbox.host import Worker
+from sandbox.limits import EpisodeEnded
 
 # ----------------------------------------------------------------------------------------------
 # Tasks of every backend.
@@ -74,7 +73,7 @@ class CodeActions(gym.Wrapper):
     A code action with an initiation condition may start only where it holds: info["action_mask"] (after
     every reset and step) says which actions the next decision may choose, and PPO masks the rest.
 
-    The code runs in this env's sandbox worker process (sandbox_host.Worker, started on the first
+    The code runs in this env's sandbox worker process (sandbox.host.Worker, started on the first
     code action) against the primitive API for at most `max_macro_steps` real environment steps. The
     transition reports `prim_steps` (k of the semi-MDP), whether the code returned True, the reward
     its steps earned (`code_reward`, the plain sum) and any error; every failure of model code, a
@@ -90,7 +89,7 @@ class CodeActions(gym.Wrapper):
     def __init__(self, env: gym.Env, code_actions=(), max_macro_steps: int = 64, time_limit: float = 1.0,
                  gamma: float = 1.0):
         super().__init__(env)
-        self.sandbox = sandbox_host.Worker()  # checks and compiles each action in the worker
+        self.sandbox = Worker()  # checks and compiles each action in the worker
         self.n_base = env.action_space.n
         self.max_macro_steps, self.time_limit, self.gamma = max_macro_steps, time_limit, gamma
         self.code_actions: list[CodeAction] = []
@@ -138,7 +137,7 @@ class CodeActions(gym.Wrapper):
         if api._steps == 0:  # an action that does nothing still costs one step: action 0 is every backend's noop
             try:
                 api._act(0)
-            except sandbox.EpisodeEnded:
+            except EpisodeEnded:
                 pass
         obs, _, terminated, truncated, info = api._last
         ok = result.returned is True or bool(info.get("success"))  # the task solved inside counts as done

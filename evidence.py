@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 
 import report
-from crafter_tasks import chain_uses, gained
 from env import ACHIEVEMENTS, get_task, is_crafter
+from envs.crafter_tasks import chain_uses, gained
 
 # The Crafter score's standard error comes from this many bootstrap resamples of the iteration's
 # episodes (drawn with replacement, the score recomputed each time). The score is a geometric mean of

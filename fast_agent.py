@@ -25,9 +25,6 @@ import textwrap
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import minedojo_skills
-import sandbox
-import skills
 from core import CodeAction, SubAction
 from env import game_of, is_crafter, make_env
 from llm import LLMError, LLMReplyError
@@ -45,7 +42,9 @@ from prompts.code_writer import (
     WRITE_SYSTEM,
     code_rules,
 )
+from reference import minedojo_skills, skills
 from replies import fenced_blocks
+from sandbox import checker
 
 PYTHON_FENCES = ("", "python", "python3", "py", "py3")
 LINE_RE = re.compile(r"\bline (\d+)\b")
@@ -139,8 +138,8 @@ class FastAgent:
         In the dry run an exception or a spent budget is a failure; returning False is not, since the
         dry-run world need not hold the sub-action's target."""
         try:
-            sandbox.check(source, entry)
-        except sandbox.SandboxError as e:
+            checker.check(source, entry)
+        except checker.SandboxError as e:
             return _with_line(str(e), e.lineno), e.lineno
         env = make_env(self.dry_run_task, self.dry_run_seed, code_actions=[CodeAction(entry, source)],
                        max_macro_steps=self.dry_run_steps, **self.dry_run_options)

@@ -32,11 +32,11 @@ import env as E
 import ppo as P
 import report
 import skill_library as SL
-import skills
 from code_actions import CodeStats, Library
 from core import Mode
 from fast_agent import save_attempts
 from llm import LLMClient, LLMError, ReplayClient, configured_endpoint, start_local_server
+from reference import skills
 from run_state import LoopState, Run
 
 APPEND_LOGS = ("metrics.jsonl", "stats.jsonl", "unfinished.jsonl", "eval.jsonl")  # rewound on --resume
@@ -358,8 +358,8 @@ def record_iteration(run: Run, state: LoopState, critic_stats: dict, ev: dict, s
 
 
 def hand_written(library: Library) -> list[str]:
-    """The code actions in use that are hand-written (skills.py, minedojo_skills.py: their doc carries
-    skills.LABEL), not model output: every place that lists code actions labels them."""
+    """The code actions in use that are hand-written (reference/skills.py, reference/minedojo_skills.py: their
+    doc carries skills.LABEL), not model output: every place that lists code actions labels them."""
     return [a.name for a in library.actions if a.name in library.active.values() and a.doc.startswith(skills.LABEL)]
 
 

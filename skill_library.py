@@ -4,7 +4,7 @@ Writing, checking and fixing a code action costs LLM calls and minutes. The libr
 action that was accepted (sandbox check + dry run) and then chosen by the RL agent in training, with
 where it came from and how it did there, so that a later run's slow agent can reuse it by name (no
 fast-agent call at all) and the fast agent sees the most related ones as examples. The hand-written
-reference skills (skills.py) seed it, labelled hand-written.
+reference skills (reference/skills.py) seed it, labelled hand-written.
 
     python skill_library.py list                        # the library under runs/skills, as a table
     python skill_library.py list --skills PATH          # another library
@@ -38,9 +38,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import minedojo_skills
-import skills
 from core import CodeAction
+from reference import minedojo_skills, skills
 
 DEFAULT_DIR = "skills"  # under --runs-dir: the library lives next to the runs whose skills it holds
 FAILED_SHARE = 0.1  # errors in this share of a version's calls mark it failed in training: kept, ranked last

@@ -6,7 +6,7 @@ agent to write, or "rl" to be left to PPO) plus a small RL configuration; after 
 `plan()` gets that feedback with the previous plan. Replies are JSON checked by a schema and then by
 `Plan.from_dict`; every rejection goes back to the model with the exact error, a few times at most.
 
-With `llm=None` the agent is the hand-written library backend: the plan is `skills.reference_plan`
+With `llm=None` the agent is the hand-written library backend: the plan is `plans.reference_plan`
 (`minedojo_skills.reference_plan` for a MineDojo task) and the critic is the rule-based one of
 critic.py. Nothing there is LLM output, and it says so. The critic's Feedback, its checks and how it
 changes a plan live in critic.py, for both backends.
@@ -16,7 +16,7 @@ reply schemas; `plan_messages` and `critic_messages` here fill it with the task 
 
     python slow_agent.py --task collect_diamond      # print the planner's prompt, exactly as sent
     python train.py --task crafter --show-prompt     # the planner's, fast agent's and critic's messages
-    python skills.py --task collect_diamond          # the hand-written reference plan of that task
+    python -m reference.plans collect_diamond        # the hand-written reference plan of that task
 """
 
 from __future__ import annotations
@@ -25,12 +25,10 @@ import argparse
 import json
 
 import curriculum as CU
-import minedojo_skills
-import skills
 from core import MAX_SUBACTIONS, SHAPING_RANGE, CodeAction, Mode, Plan, Task, api_doc
-from crafter_env import SUBTASK_REWARD
 from critic import Feedback, active_code, apply_feedback, check_feedback, num, rule_based_critique, success_text
 from env import api_for, game_of, get_task, is_crafter
+from envs.crafter_env import SUBTASK_REWARD
 from llm import LLMError, LLMReplyError
 from prompts.common import REPAIR_PROMPT
 from prompts.critic import (
@@ -62,6 +60,7 @@ from prompts.planner import (
     SUBTASKS_SHORT,
     plan_schema,
 )
+from reference import minedojo_skills, plans, skills
 
 
 class AgentError(Exception):
@@ -77,7 +76,7 @@ class SlowAgent:
 
     def __init__(self, llm=None, *, max_repairs: int = 2, hand_written: bool | None = None):
         self.llm, self.max_repairs = llm, max_repairs
-        # whether the critic may choose skills.py's hand-written variants: always without an LLM, in an LLM
+        # whether the critic may choose reference/skills.py's hand-written variants: always without an LLM, in an LLM
         # run only when its user asked (train.py --hand-written)
         self.hand_written = llm is None if hand_written is None else hand_written
         self.library: dict[str, str] = {}  # skill library: name -> one line; train.py fills it before plan()
@@ -147,7 +146,7 @@ class SlowAgent:
     def _library_plan(self, task: Task, feedback: Feedback | None, previous: Plan | None) -> Plan:
         """The hand-written reference plan; a re-plan is the previous plan with the critic's decisions applied."""
         try:
-            reference = (skills if is_crafter(task.name) else minedojo_skills).reference_plan(task.name)
+            reference = (plans if is_crafter(task.name) else minedojo_skills).reference_plan(task.name)
             plan = Plan.from_dict({**reference, "task": task.name}, task)
         except ValueError as e:
             raise AgentError(f"the hand-written reference plan of {task.name!r} is invalid: {e}") from e
@@ -192,7 +191,7 @@ def _subtasks_rule(task: Task) -> str:
         return SUBTASKS_MINEDOJO
     if task.achievement is None:
         return SUBTASKS_BENCHMARK
-    return SUBTASKS_LONG if len(task.prerequisites) >= skills.LONG_CHAIN else SUBTASKS_SHORT
+    return SUBTASKS_LONG if len(task.prerequisites) >= plans.LONG_CHAIN else SUBTASKS_SHORT
 
 
 def _plan_text(plan: Plan, moved: dict[str, str] | None = None) -> str:
@@ -213,7 +212,7 @@ def _plan_text(plan: Plan, moved: dict[str, str] | None = None) -> str:
 def critic_messages(plan: Plan, code_actions: list[CodeAction], stats: dict, hand_written: bool,
                     n_frames: int = 0) -> list[dict]:
     """The critic's messages (prompts/critic.py), filled in from an iteration's stats (evidence.critic_stats,
-    iter_k/stats.json); `hand_written`: offer skills.py's variants; `n_frames`: frames attached."""
+    iter_k/stats.json); `hand_written`: offer reference/skills.py's variants; `n_frames`: frames attached."""
     task = get_task(plan.task)
     steps, rollout = stats.get("iteration_steps") or ["?", stats.get("env_steps", "?")], stats.get("rollout") or {}
     offered = _variant_lines(plan) if hand_written else ""
@@ -333,7 +332,7 @@ def show_prompts(task: Task, doc: str, settings: dict, hand_written: bool = Fals
     from fast_agent import FastAgent
 
     rec, out = _Recorder(), []
-    plan = Plan.from_dict((skills if is_crafter(task.name) else minedojo_skills).reference_plan(task.name), task)
+    plan = Plan.from_dict((plans if is_crafter(task.name) else minedojo_skills).reference_plan(task.name), task)
     sub = plan.code_subactions[0] if plan.code_subactions else None
     first = settings["total_steps"] // settings["iterations"]
     stats = {"task": task.name, "mode": Mode.RLGPT, "iteration": 1, "env_steps": first, "iteration_steps": [0, first],

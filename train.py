@@ -41,18 +41,16 @@ import curriculum as CU
 import distributed as D
 import env as E
 import evidence as EV
-import minedojo_skills
 import ppo as P
 import report
 import run_dir as RD
-import skills
-import whole_task
 from code_actions import Library, evaluate, grow_actions, reuse_skill, run_program, whole_task_subaction
 from core import Mode, Plan, api_doc
 from critic import Feedback, rollback_if_worse
 from fast_agent import FastAgent
 from llm import LLMError
 from policy import Agent
+from reference import minedojo_skills, skills, whole_task
 from run_dir import IterationTally, save  # save by name: tests patch train.save to stop a run mid-iteration
 from run_state import LoopState, Run
 from slow_agent import AgentError, SlowAgent, show_prompts
@@ -110,7 +108,7 @@ class Args:
     show_prompt: bool = False
     """print the messages the planner, the fast agent and the critic first send with these settings, and exit"""
     hand_written: bool = False
-    """let an LLM run use skills.py's hand-written code: the critic may choose its variants, the planner reuse
+    """let an LLM run use reference/skills.py's hand-written code: the critic may choose its variants, the planner reuse
     its skills from the skill library (labelled hand-written wherever code actions are listed)"""
     crafter_impl: str = "fast"
     """fast: fastcrafter.Env, the same game bit for bit, several times faster | original: crafter.Env"""
@@ -168,7 +166,8 @@ def agents_phase(args: Args, run: Run, slow: SlowAgent, fast: FastAgent, library
             action = programs.whole_task_program(args.task, args.max_macro_steps)
         elif variant:  # the critic chose another hand-written version of this skill (an LLM run: --hand-written)
             action = skills.variants(sub.name)[variant]
-            tqdm.write(f"[iter {k + 1}] {sub.name!r}: skills.py's hand-written variant {variant!r}, not LLM output")
+            tqdm.write(f"[iter {k + 1}] {sub.name!r}: reference/skills.py's hand-written variant {variant!r}, "
+                       "not LLM output")
         elif sub.reuse and not fix and (action := reuse_skill(run.skill_library, sub.name, fast.check_and_dry_run,
                                                               k + 1, slow.hand_written)):
             state.reused = state.reused + [sub.name]

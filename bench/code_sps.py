@@ -8,7 +8,7 @@ The default run takes about 4 minutes on 2 busy cores (6144 timed env steps per 
 Per task, on the same world seeds and rollout sizes (8 envs x 128 decisions, 4 minibatches x 4 epochs, 1 torch
 thread, fastcrafter), three modes as train.py runs them:
   rl     ppo.PPO over the task's base actions (train.py --mode rl);
-  rlgpt  the same PPO with the code actions of the hand-written reference plan appended (skills.reference_plan,
+  rlgpt  the same PPO with the code actions of the hand-written reference plan appended (plans.reference_plan,
          what `--llm library` gives train.py), each new action at PPO's new-action prior, the plan's action mask
          applied: a fresh policy, so code actions run about as often as at the start of training;
   code   the whole-task program (whole_task.whole_task_program) called at every decision of every env, no learner
@@ -29,9 +29,8 @@ import torch
 
 import env as E
 import ppo as P
-import skills
-import whole_task
 from policy import Agent
+from reference import plans, skills, whole_task
 
 MODES = ("rl", "rlgpt", "code")
 
@@ -45,7 +44,7 @@ class Mode:
         P.seed_everything(args.seed)
         actions = []
         if mode == "rlgpt":
-            plan = skills.reference_plan(task)
+            plan = plans.reference_plan(task)
             actions = [dataclasses.replace(skills.skill_for(s["name"]), initiation=s.get("initiation", {}))
                        for s in plan["subactions"] if s["how"] == "code"]  # as train.py's Library.add gives them
             masked = plan["rl_config"]["mask_actions"]

@@ -20,7 +20,7 @@ from collections.abc import Callable
 import numpy as np
 
 import env as E
-import fastcrafter
+from envs import fastcrafter
 
 # The reference is crafter.Env with insertion-ordered chunks (fastcrafter's one difference), as env.py builds it.
 IMPLS = {"crafter.Env": lambda **kw: E.make_crafter("original", **kw), "fastcrafter.Env": fastcrafter.Env}

@@ -45,13 +45,13 @@ VERSION_NOTES = {"rl+config": "the critic reads episode ends",
                           "play_crafter naps early; shaping stops where code over-gathers",
                  "rlgpt-1iter": "rlgpt's control"}
 # Per (mode, task): overrides RESULTS_VERSION for one task's cells, for a change that only that task's runs
-# see; e.g. a change to crafter_program.py, run by `--mode code --task crafter` (and the rlgpt crafter plan's
+# see; e.g. a change to reference/crafter_program.py, run by `--mode code --task crafter` (and the rlgpt crafter plan's
 # play_crafter) alone, bumps ("code", "crafter") and ("rlgpt", "crafter") here, not "code" and "rlgpt",
 # whose other cells did not change (rlgpt's v4 covers its crafter cells).
 TASK_VERSION: dict[tuple[str, str], int] = {("code", "crafter"): 2, ("rlgpt", "collect_wood"): 4,
                                              ("rlgpt", "crafter"): 4}
 TASK_VERSION_NOTES: dict[tuple[str, str], str] = {  # what changed, as the results page says it
-    ("code", "crafter"): "crafter_program.py naps early so wake_up is unlocked",
+    ("code", "crafter"): "reference/crafter_program.py naps early so wake_up is unlocked",
     ("rlgpt", "collect_wood"): "v5's shaping rule cannot act: nothing is shaped",
     ("rlgpt", "crafter"): "v5's shaping rule cannot act: no chain of recipes"}
 MODES = ("rl", "rl+config", "code", "rlgpt")

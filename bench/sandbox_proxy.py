@@ -21,7 +21,7 @@ import crafter
 import numpy as np
 
 import env as E
-import sandbox_host
+from sandbox.host import Worker
 
 LOOP = "def bench(api):\n    for _ in range({n}):\n        api.{call}()\n    return True\n"
 
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     raw.reset()
     env = E.make_env("crafter", 0)
     env.reset(seed=0)
-    worker = sandbox_host.Worker()
+    worker = Worker()
     start = time.perf_counter()
     worker.run("def nothing(api):\n    return True\n", "nothing", env.unwrapped.make_api(0))
     start_ms = (time.perf_counter() - start) * 1e3

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from crafter import constants, engine, objects, worldgen
 
-import fastcrafter_worldgen
+from envs import fastcrafter_worldgen
 
 
 def fresh(seed: int) -> tuple[engine.World, objects.Player]:

@@ -1,6 +1,6 @@
 """What the models are shown: every template the LLMs read and the reply schemas beside them, one module per
-reader. Only words live here (of the project they import just sandbox.py, whose tables the code rules
-quote), so every module can use them and the agents fill them with the task and the run's numbers:
+reader. Only words live here (of the project they import just the sandbox's modules, whose tables the code
+rules quote), so every module can use them and the agents fill them with the task and the run's numbers:
 
     common.py       CALL_RULES (in every API doc: core.api_doc) and the repair notes (llm.py's, REPAIR_PROMPT)
     planner.py      the planner's templates, PLAN_SCHEMA and plan_schema
@@ -13,12 +13,12 @@ sends it; a run keeps every message it sent, with the reply, in llm_transcript.j
 The planner: slow_agent.SlowAgent.plan
     system PLAN_SYSTEM and user PLAN_PROMPT, filled by slow_agent.plan_messages, which includes:
     - the task, its description and prerequisite chain, its base actions, inventory items (the shaping
-      menu), milestones and view cells (an initiation's "in_view"): the Task record (crafter_tasks.py,
-      minedojo_env.py, found by env.get_task);
+      menu), milestones and view cells (an initiation's "in_view"): the Task record (envs/crafter_tasks.py,
+      envs/minedojo_env.py, found by env.get_task);
     - the API doc: core.api_doc(env.api_for(task), --max-macro-steps), from the API class's docstrings
       (crafter_env.CrafterAPI, minedojo_env.MineDojoAPI), its recipes (Crafter: crafter_tasks.recipe_table,
       from Crafter's data.yaml; MineDojo: minedojo_env.RECIPE_TABLE) and common.CALL_RULES;
-    - "subtasks": slow_agent._subtasks_rule picks SUBTASKS_LONG (a chain of skills.LONG_CHAIN or more),
+    - "subtasks": slow_agent._subtasks_rule picks SUBTASKS_LONG (a chain of plans.LONG_CHAIN or more),
       SUBTASKS_BENCHMARK (both followed by CURRICULUM, from curriculum.py's THRESHOLD, WINDOW and
       MIN_EPISODES and crafter_env.SUBTASK_REWARD), SUBTASKS_SHORT or SUBTASKS_MINEDOJO;
     - "initiation": INITIATION_VIEW (a game with a view) or INITIATION_INVENTORY; the number of
@@ -34,8 +34,8 @@ The code writer: fast_agent.FastAgent.write
     - examples (EXAMPLE each, by fast_agent._examples_text): the skill library's related skills
       (skill_library.SkillLibrary.related, chosen by train.py), else DRINK_WATER on Crafter or
       minedojo_skills.EXAMPLE on MineDojo;
-    - the code rules: code_rules, built from the sandbox checker's own tables (sandbox.py), in its words;
-    - the reply cap CODE_REPLY_TOKENS (from sandbox.MAX_SOURCE_CHARS), also the call's max_tokens;
+    - the code rules: code_rules, built from the sandbox checker's own tables (sandbox/), in its words;
+    - the reply cap CODE_REPLY_TOKENS (from sandbox.limits.MAX_SOURCE_CHARS), also the call's max_tokens;
     - the sub-action's name and spec, from the plan;
     - for a rewrite (fast_agent._current_text): CURRENT_NOTE with the code in use and STATS_NOTE with its
       row of code_actions.CodeStats.summary; FEEDBACK_NOTE with the critic's fix.
@@ -60,6 +60,7 @@ Repairs
     - An endpoint that takes no response_format gets the schema in the prompt: common.JSON_INSTRUCTION,
       appended by llm.LLMClient._payload.
     - The code writer gets llm's CUT_OFF or NO_CHOICES as it is, and after a failed check or dry run
-      RETRY_PROMPT (with LINE_NOTE, the failing line), filled in FastAgent.write; the error is sandbox.check's
-      or the dry run's (BUDGET_NOTE for a spent step budget, in FastAgent.check_and_dry_run).
+      RETRY_PROMPT (with LINE_NOTE, the failing line), filled in FastAgent.write; the error is
+      sandbox.checker.check's or the dry run's (BUDGET_NOTE for a spent step budget, in
+      FastAgent.check_and_dry_run).
 """

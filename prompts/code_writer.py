@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import math
 
-import sandbox
+from sandbox import checker, guards, limits
 
 WRITE_SYSTEM = """You write code actions for an agent in the game {game}. A code action is one Python \
 function that plays the game only through the `api` object passed to it. The RL agent decides when to \
@@ -69,9 +69,9 @@ BUDGET_NOTE = ("it used all {n} environment steps of one call without returning;
                "(api.steps_left() says how many are left)")
 
 # Code runs about 3 to 4 characters a token, so the longest code the checker accepts fits in one reply.
-CODE_REPLY_TOKENS = math.ceil(sandbox.MAX_SOURCE_CHARS / 3)
+CODE_REPLY_TOKENS = math.ceil(limits.MAX_SOURCE_CHARS / 3)
 
-# Python's words for the syntax the checker's allowlist leaves out (sandbox._ALLOWED_NODES); a node
+# Python's words for the syntax the checker's allowlist leaves out (checker._ALLOWED_NODES); a node
 # missing here is shown by its ast name, which is also how the checker's error names it.
 KEYWORDS = {"Import": "import", "ImportFrom": "from ... import", "ClassDef": "class", "Global": "global",
             "Nonlocal": "nonlocal", "With": "with", "AsyncWith": "async with", "AsyncFor": "async for",
@@ -80,12 +80,12 @@ KEYWORDS = {"Import": "import", "ImportFrom": "from ... import", "ClassDef": "cl
 
 
 def code_rules(name: str) -> str:
-    """Every rule sandbox.check enforces, worded as its errors are, built from the sandbox's own tables so
+    """Every rule checker.check enforces, worded as its errors are, built from the sandbox's own tables so
     the prompt and the checker cannot drift apart (tests/test_fast_agent.py breaks each rule once)."""
     kinds = [n for n in ast.stmt.__subclasses__() + ast.expr.__subclasses__()
-             if not issubclass(n, sandbox._ALLOWED_NODES)]
+             if not issubclass(n, checker._ALLOWED_NODES)]
     denied = ", ".join(f"`{KEYWORDS.get(k.__name__, k.__name__)}` ({k.__name__})" for k in kinds)
-    builtins = ", ".join(sorted(sandbox._BUILTINS))
+    builtins = ", ".join(sorted(guards._BUILTINS))
     rules = [
         f"- \"define exactly one function `def {name}(api):`\"; \"the entry function must take exactly one "
         f"argument: `def {name}(api):`\". Helper functions may be defined next to it. \"only function definitions "
@@ -94,23 +94,23 @@ def code_rules(name: str) -> str:
         f"- \"<Name> is not allowed in code actions\" for these: {denied}.",
         "- \"names starting with '_' are not allowed\": `_` alone is allowed (`for _ in range(3)`); "
         "\"keyword names starting with '_' are not allowed\"; \"the attribute .<name> is not allowed\" for "
-        f"attributes starting with `_` or {', '.join(p + '...' for p in sandbox._DENIED_PREFIXES)} and for "
-        f"{', '.join('.' + a for a in sorted(sandbox._DENIED_ATTRS))} (use f-strings to format text).",
-        f"- \"'<name>' is not available in code actions\": {', '.join(sorted(sandbox._FORBIDDEN_NAMES))}. "
+        f"attributes starting with `_` or {', '.join(p + '...' for p in checker._DENIED_PREFIXES)} and for "
+        f"{', '.join('.' + a for a in sorted(checker._DENIED_ATTRS))} (use f-strings to format text).",
+        f"- \"'<name>' is not available in code actions\": {', '.join(sorted(checker._FORBIDDEN_NAMES))}. "
         f"The only built-ins are {builtins}; \"do not rebind the built-in name '<name>'\".",
         "- \"assigning or deleting attributes is not allowed (the api is read-only)\"; \"decorators are not "
         "allowed\"; \"default argument values must be plain constants\".",
-        f"- \"`except` must name built-in exceptions ({', '.join(sandbox.SAFE_EXCEPTIONS)})\", so no bare "
+        f"- \"`except` must name built-in exceptions ({', '.join(guards.SAFE_EXCEPTIONS)})\", so no bare "
         "`except:`; \"`finally` is not allowed\".",
         "- \"bytes literals are not allowed\"; \"integer literals beyond +-2**60 are not allowed\"; \"an f-string "
-        f"may have at most {sandbox._MAX_FSTRING_FIELDS} fields\"; \"f-string format specs must be constants with "
+        f"may have at most {checker._MAX_FSTRING_FIELDS} fields\"; \"f-string format specs must be constants with "
         "widths below 1000\"; \"at most one *unpacking per call or display\".",
-        f"- \"the code must be a string of at most {sandbox.MAX_SOURCE_CHARS} characters\", and it must compile "
+        f"- \"the code must be a string of at most {limits.MAX_SOURCE_CHARS} characters\", and it must compile "
         "(\"SyntaxError: ...\").",
         "- While it runs: %-formatting of strings, integers beyond +-2**60 and strings or lists longer than "
-        f"{sandbox.MAX_LEN:,} items are refused; one call may run for at most "
-        f"{sandbox.TIME_LIMIT_S:g} s of wall time outside its environment steps (its own code and every api call "
-        f"that takes no step count) and at most {sandbox.MAX_ITERATIONS:,} loop iterations and calls of its own "
+        f"{limits.MAX_LEN:,} items are refused; one call may run for at most "
+        f"{limits.TIME_LIMIT_S:g} s of wall time outside its environment steps (its own code and every api call "
+        f"that takes no step count) and at most {limits.MAX_ITERATIONS:,} loop iterations and calls of its own "
         "functions.",
     ]
     return "\n".join(rules)

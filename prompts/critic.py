@@ -3,7 +3,7 @@
 slow_agent.critic_messages fills them from an iteration's statistics (evidence.critic_stats,
 iter_k/stats.json); slow_agent.SlowAgent.critique sends the message with `feedback_schema`'s schema and checks
 the reply (critic.check_feedback). Every number the prompt shows is defined in it in one line, with what it is
-computed over; the critic is shown the menus it may choose from (the RL config's, and skills.py's
+computed over; the critic is shown the menus it may choose from (the RL config's, and reference/skills.py's
 hand-written variants only where the run allows hand-written code). Map of every message: prompts/__init__.py.
 
     python train.py --task crafter --show-prompt    # these messages, as a run with these settings sends them
@@ -77,7 +77,7 @@ SCORE_NOTE = ("\n- Crafter score: {score}, standard error {se} (bootstrap over t
 REWARD_TASK = "1 when the task gets done"
 REWARD_GAME = "the game's own: +1 for each achievement unlocked the first time in an episode, +-0.1 per health point"
 
-# {code_actions}: one line per code sub-action of the plan. ORIGIN marks skills.py's hand-written code.
+# {code_actions}: one line per code sub-action of the plan. ORIGIN marks reference/skills.py's hand-written code.
 CODE_ACTION_LINE = ("- {name}{origin}: chosen {chosen} times, share {share}, success {success}, {steps} primitive "
                     "steps and reward {reward} per call; errors: {errors}")
 ORIGIN = " (hand-written, skills.py)"

@@ -1,4 +1,4 @@
-"""Adversarial code actions for the sandbox: each must be rejected by `sandbox.check` or stopped in the
+"""Adversarial code actions for the sandbox: each must be rejected by `checker.check` or stopped in the
 sandbox's worker process within its budget, leaving the test process unharmed (see tests/test_sandbox.py).
 
 Every snippet defines `act(api)`. `expect` names the outcomes that count as caught: "check" (rejected

@@ -304,9 +304,9 @@ def test_v1_results_of_the_modes_the_slow_loop_changed_are_stale_rl_and_code_sta
 
 
 def test_a_task_version_override_makes_that_tasks_cells_stale_and_no_other(tmp_path, monkeypatch):
-    """A change only one task's runs see (crafter_program.py: `code` on crafter) bumps that (mode, task) alone:
-    its result is stale and runs again into its own v<N>/, the mode's other cells stay current, and the
-    results page names the override."""
+    """A change only one task's runs see (reference/crafter_program.py: `code` on crafter) bumps that (mode,
+    task) alone: its result is stale and runs again into its own v<N>/, the mode's other cells stay current,
+    and the results page names the override."""
     bumped = G.RESULTS_VERSION["code"] + 1
     monkeypatch.setitem(G.TASK_VERSION, ("code", "crafter"), bumped)
     monkeypatch.setitem(G.TASK_VERSION_NOTES, ("code", "crafter"), "the program changed")

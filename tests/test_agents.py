@@ -10,12 +10,12 @@ import json
 
 import pytest
 
-import skills
 from core import CodeAction, Plan, SubAction, api_doc
 from critic import Feedback, rule_based_critique
 from env import TASKS, CrafterAPI, get_task
 from fast_agent import Attempt, FastAgent
 from prompts.planner import SUBTASKS_LONG, SUBTASKS_SHORT
+from reference import plans, skills
 from slow_agent import AgentError, SlowAgent
 from tests.fake_llm import FakeLLMServer, client, text_of
 
@@ -295,7 +295,7 @@ def test_library_slow_agent_plans_every_task():
     for name, task in TASKS.items():
         plan = SlowAgent(None).plan(task, DOC)
         assert plan.task == name and plan.subactions
-        assert len(task.prerequisites) < skills.LONG_CHAIN or plan.subtasks, name
+        assert len(task.prerequisites) < plans.LONG_CHAIN or plan.subtasks, name
         assert all(skills.skill_for(s.name) for s in plan.code_subactions), name
         fb = Feedback("", [], [plan.code_subactions[0].name], {}) if plan.code_subactions else None
         if fb:

@@ -1,5 +1,5 @@
 """Tests for critic.py (the critic that acts, the rollback rule, applying feedback to a plan) and the
-skill variants it swaps in (skills.py).
+skill variants it swaps in (reference/skills.py).
 
     python -m pytest -q tests/test_critic.py
 """
@@ -14,8 +14,6 @@ import numpy as np
 import pytest
 
 import report
-import sandbox
-import skills
 import train
 from code_actions import CodeStats, reuse_skill
 from core import CodeAction, Plan
@@ -34,13 +32,15 @@ from critic import (
 from env import ACHIEVEMENTS, ACTIONS, get_task, make_env
 from evidence import crafter_score, episode_ends, episode_measures, gathered, stall_shares
 from llm import LLMClient
+from reference import plans, skills
+from sandbox import checker
 from skill_library import SkillLibrary
 from slow_agent import AgentError, SlowAgent, plan_messages
 from tests.fake_llm import FakeLLMServer
 
 
 def reference(task: str) -> Plan:
-    return Plan.from_dict(skills.reference_plan(task))
+    return Plan.from_dict(plans.reference_plan(task))
 
 
 def row(chosen: int, success_rate: float, errors: int = 0) -> dict:
@@ -115,7 +115,7 @@ def test_a_stall_at_a_code_sub_task_tries_its_variant_and_adds_missing_shaping()
     stalls = {"failed_episodes": 12, "never_reached": {"collect_wood": 0.75, "place_table": 1.0}}
     fb = rule_based_critique(plan, [skills.SKILLS["chop_tree"]], stats_with({}, stalls))
     assert fb.variants == {"chop_tree": "search"}
-    assert fb.rl_config["shaping"] == {"wood": skills.SHAPING["collect_wood"][1]}
+    assert fb.rl_config["shaping"] == {"wood": plans.SHAPING["collect_wood"][1]}
     assert any(r.startswith("rl_config:") and "shape wood" in r for r in fb.reasons)
 
 
@@ -261,7 +261,7 @@ def test_the_critic_is_shown_both_menus_it_may_choose_from():
 def test_every_variant_passes_the_sandbox_and_is_told_apart_by_its_source():
     for name in skills.VARIANTS:
         for v, action in skills.variants(name).items():
-            sandbox.check(action.source, action.function)
+            checker.check(action.source, action.function)
             assert action.name == name and action.doc.startswith(skills.LABEL)
             assert skills.variant_of(name, action.source) == v
     assert skills.variant_of("chop_tree", "def chop_tree(api):\n    return True\n") is None
@@ -330,7 +330,7 @@ def test_on_crafter_the_rule_based_critic_acts_on_the_achievements_and_the_death
     stats = {**stats_with({}), "task": "crafter", "success_rate": 0.0, "score": crafter_score(rows),
              "ends": episode_ends("crafter", rows)}
     fb = rule_based_critique(plan, code, stats)
-    assert fb.rl_config["shaping"] == {"stone_pickaxe": skills.SHAPING["make_stone_pickaxe"][1], "drink": METER_SHAPING}
+    assert fb.rl_config["shaping"] == {"stone_pickaxe": plans.SHAPING["make_stone_pickaxe"][1], "drink": METER_SHAPING}
     stalled = "rl_config: 0.8 of 100 failed episodes never reached make_stone_pickaxe"
     assert any(r.startswith(stalled) for r in fb.reasons)
     assert any("60 of 100 failed episodes ended as 'died: thirst'" in r and "shape drink" in r for r in fb.reasons)

@@ -321,7 +321,7 @@ def test_the_doc_names_every_inventory_key_and_says_what_a_call_costs():
 def test_a_code_actions_initiation_masks_it_where_it_cannot_start():
     """info["action_mask"] after reset and every step: base actions always, a code action only where its
     initiation holds (make_wood_pickaxe: 1 wood held and a table in view), one without an initiation always."""
-    import skills
+    from reference import skills
 
     make = E.CodeAction("make_wood_pickaxe", skills.SKILLS["make_wood_pickaxe"].source, entry="make_wood_pickaxe",
                         initiation={"inventory": {"wood": 1}, "in_view": ["table"]})

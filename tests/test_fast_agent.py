@@ -10,12 +10,12 @@ import json
 
 import pytest
 
-import sandbox
-import skills
 from core import CodeAction, SubAction, api_doc
 from env import CHOP_TREE, CrafterAPI
 from fast_agent import FastAgent, extract_code, save_attempts
 from prompts.code_writer import CODE_REPLY_TOKENS, DRINK_WATER
+from reference import plans
+from sandbox import checker, limits
 from tests.fake_llm import FakeLLMServer, client, http_error, text_of, truncated
 
 DOC = api_doc(CrafterAPI)
@@ -59,7 +59,7 @@ def test_first_prompt_shows_api_doc_example_rules_and_the_critics_note():
     text = text_of(srv.requests[0])
     assert DOC in text and "def drink_water(api):" in text and "`import` (Import)" in text
     assert CHOP_TREE.source.strip() not in text  # the example is never the answer to the default task (collect_wood)
-    sandbox.check(DRINK_WATER, "drink_water")  # and it is code the sandbox accepts
+    checker.check(DRINK_WATER, "drink_water")  # and it is code the sandbox accepts
     assert SUB.spec in text and "face the tree before `do`" in text
 
 
@@ -84,7 +84,7 @@ def test_a_rewrite_shows_the_code_it_changes_with_its_statistics():
     assert current.source.strip() in text_of(srv.requests[0]) and "by the RL agent;" not in text_of(srv.requests[0])
 
 
-# One breach of each rule sandbox.check enforces, with the words of its error: the prompt must quote them.
+# One breach of each rule checker.check enforces, with the words of its error: the prompt must quote them.
 BREACHES = {
     "import os": "Import is not allowed in code actions",
     "class A:\n    pass": "ClassDef is not allowed in code actions",
@@ -132,8 +132,8 @@ def prompt_text():
                                             "    return True\n", w) for line, w in BREACHES.items()]
                          + list(TOP_LEVEL.items()), ids=list(BREACHES.values()) + list(TOP_LEVEL.values()))
 def test_every_rule_the_checker_enforces_is_in_the_prompt_in_its_words(prompt_text, source, words):
-    with pytest.raises(sandbox.SandboxError) as e:
-        sandbox.check(source, "chop_tree")
+    with pytest.raises(checker.SandboxError) as e:
+        checker.check(source, "chop_tree")
     assert words in e.value.message
     shown = words.replace("._env", ".<name>").replace(".format", ".<name>").replace("'eval'", "'<name>'")
     shown = shown.replace("'len'", "'<name>'").replace("ClassDef", "<Name>").replace("With", "<Name>")
@@ -142,7 +142,7 @@ def test_every_rule_the_checker_enforces_is_in_the_prompt_in_its_words(prompt_te
 
 
 def test_the_prompt_allows_underscore_alone_as_the_checker_does(prompt_text):
-    sandbox.check("def chop_tree(api):\n    for _ in range(3):\n        api.noop()\n    return True\n", "chop_tree")
+    checker.check("def chop_tree(api):\n    for _ in range(3):\n        api.noop()\n    return True\n", "chop_tree")
     assert "`_` alone is allowed" in prompt_text and "`import` (Import)" in prompt_text
     assert "`.format`" not in prompt_text and ".format" in prompt_text  # listed among the denied attributes
 
@@ -151,7 +151,7 @@ def test_the_code_reply_cap_fits_the_longest_code_allowed_and_the_prompt_says_it
     with FakeLLMServer([FIXED]) as srv:
         FastAgent(client(srv)).write(SUB, DOC)
     assert srv.requests[0].json["max_tokens"] == CODE_REPLY_TOKENS > 1024
-    assert CODE_REPLY_TOKENS * 3 >= sandbox.MAX_SOURCE_CHARS  # 3 characters a token at least, for code
+    assert CODE_REPLY_TOKENS * 3 >= limits.MAX_SOURCE_CHARS  # 3 characters a token at least, for code
     assert f"cut off after {CODE_REPLY_TOKENS} tokens" in prompt_text
 
 
@@ -211,7 +211,7 @@ def test_train_sends_the_code_being_fixed_and_its_statistics_with_the_critics_no
     def script(request: dict) -> str:
         system, user = request["messages"][0]["content"], request["messages"][-1]["content"]
         if system.startswith("You are the slow agent"):
-            return json.dumps(skills.reference_plan("collect_wood"))
+            return json.dumps(plans.reference_plan("collect_wood"))
         if system.startswith("You are the critic"):
             return json.dumps({"summary": "s", "to_code": [], "to_rl": [], "fixes": {"chop_tree": "FIX-NOTE"}})
         if "FIX-NOTE" in user:

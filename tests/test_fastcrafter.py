@@ -20,9 +20,8 @@ import crafter.constants as C
 import numpy as np
 import pytest
 
-import crafter_env
 import env as E
-import fastcrafter
+from envs import crafter_env, fastcrafter
 
 SEEDS = range(10)
 STEPS = 1000

@@ -8,9 +8,8 @@ import pytest
 from crafter import constants, engine, objects, worldgen
 
 import env
-import fastcrafter
-import fastcrafter_worldgen
-from fastcrafter_worldgen import generate_world
+from envs import fastcrafter, fastcrafter_worldgen
+from envs.fastcrafter_worldgen import generate_world
 
 SEEDS = range(32)
 

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 import env
-import minedojo_env
-import minedojo_skills
 import train
 from core import SubAction, api_doc
+from envs import minedojo_env
 from fast_agent import FastAgent
 from llm import LLMError, Reply
+from reference import minedojo_skills
 from slow_agent import SlowAgent, plan_messages
 
 NVEC = [3, 3, 4, 25, 25, 8, 244, 36]

@@ -1,4 +1,4 @@
-"""Tests for the sandbox (sandbox.py, sandbox_worker.py, sandbox_host.py): the adversarial corpus is
+"""Tests for the sandbox (sandbox/: checker.py, guards.py, worker.py, host.py): the adversarial corpus is
 caught without harm to this process, legitimate code still runs, errors point at the model's own lines,
 api stops cannot be swallowed, env steps are off the code's clock and every other api call on it, and
 the budget checks compiled into the code stop loops, recursion and memory growth. The worker process's
@@ -19,9 +19,8 @@ from textwrap import dedent
 import numpy as np
 import pytest
 
-import sandbox
-import sandbox_host
-from sandbox import SandboxError
+from sandbox import checker, guards, host, limits
+from sandbox.checker import SandboxError
 from tests.adversarial_corpus import CORPUS
 
 
@@ -47,7 +46,7 @@ class FakeApi:
 
     def step(self) -> int:
         if self._steps >= self._budget:
-            raise sandbox.StepBudgetExceeded(f"budget of {self._budget} steps spent")
+            raise limits.StepBudgetExceeded(f"budget of {self._budget} steps spent")
         self._steps += 1
         return self._steps
 
@@ -57,7 +56,7 @@ class FakeApi:
         return [self._steps]
 
     def end(self) -> None:
-        raise sandbox.EpisodeEnded()
+        raise limits.EpisodeEnded()
 
     def leak(self) -> None:
         raise ValueError(Secret())
@@ -115,13 +114,13 @@ def act(api):
 @pytest.fixture(scope="module")
 def worker():
     """One worker for the file, as an env has one: each test also shows that it survived the last."""
-    w = sandbox_host.Worker()
+    w = host.Worker()
     yield w
     w.close()
 
 
-def _run(worker: sandbox_host.Worker, source: str, api: object | None = None, entry: str = "act",
-         **kwargs) -> sandbox.RunResult:
+def _run(worker: host.Worker, source: str, api: object | None = None, entry: str = "act",
+         **kwargs) -> limits.RunResult:
     return worker.run(dedent(source).lstrip("\n"), entry, api or FakeApi(), **kwargs)
 
 
@@ -143,12 +142,12 @@ def test_adversarial_corpus_is_contained(worker):
     _run(worker, CANARY)
     builtins_before, modules_before, trace = dict(vars(builtins)), set(sys.modules), sys.gettrace()
     rss_before, wrong = _rss_mb(), []
-    budget = 1.0 + sandbox_host.KILL_AFTER_S + 1.0  # the time limit, the kill's grace, a restart
+    budget = 1.0 + host.KILL_AFTER_S + 1.0  # the time limit, the kill's grace, a restart
     for case in CORPUS:
         signal.setitimer(signal.ITIMER_REAL, 20)  # hang_guard's 20 s, per snippet
         start = time.perf_counter()
         try:
-            sandbox.check(case.source, "act")
+            checker.check(case.source, "act")
         except SandboxError as e:
             outcome, log = "check", []
             assert e.lineno is None or 1 <= e.lineno <= case.source.count("\n"), case.name
@@ -159,7 +158,7 @@ def test_adversarial_corpus_is_contained(worker):
         took = time.perf_counter() - start
         if outcome not in case.expect or took > budget:
             wrong.append(f"{case.name}: {outcome} in {took:.1f} s, expected {case.expect}")
-        assert sum(len(line) for line in log) <= sandbox.MAX_LOG_CHARS + 100
+        assert sum(len(line) for line in log) <= limits.MAX_LOG_CHARS + 100
         assert dict(vars(builtins)) == builtins_before and set(sys.modules) == modules_before
         assert sys.gettrace() is trace and sys.exc_info() == (None, None, None)
     assert not wrong, "\n".join(wrong)
@@ -224,12 +223,12 @@ def test_error_in_helper_reports_the_helper_line(worker):
 
 def test_check_rejects_with_the_models_line():
     with pytest.raises(SandboxError) as info:
-        sandbox.check("def act(api):\n    x = 1\n    import os\n    return True\n", "act")
+        checker.check("def act(api):\n    x = 1\n    import os\n    return True\n", "act")
     assert info.value.lineno == 3 and str(info.value).startswith("line 3: ")
     with pytest.raises(SandboxError, match="exactly one function"):
-        sandbox.check("def other(api):\n    return True\n", "act")
+        checker.check("def other(api):\n    return True\n", "act")
     with pytest.raises(SandboxError, match="SyntaxError"):
-        sandbox.check("def act(api):\n    return (\n", "act")
+        checker.check("def act(api):\n    return (\n", "act")
 
 
 def test_step_budget_in_api_cannot_be_swallowed(worker):
@@ -247,8 +246,8 @@ def test_step_budget_in_api_cannot_be_swallowed(worker):
 
 
 def test_interrupts_are_not_exceptions():
-    for stop in (sandbox.StepBudgetExceeded, sandbox.EpisodeEnded, sandbox.TimeBudgetExceeded):
-        assert issubclass(stop, sandbox.Interrupt) and not issubclass(stop, Exception)
+    for stop in (limits.StepBudgetExceeded, limits.EpisodeEnded, limits.TimeBudgetExceeded):
+        assert issubclass(stop, limits.Interrupt) and not issubclass(stop, Exception)
 
 
 def test_time_inside_env_steps_is_not_counted(worker):
@@ -277,7 +276,7 @@ def test_a_loop_of_api_calls_that_take_no_step_is_stopped_by_the_time_budget(wor
     """, FakeApi(sleep=0.005), time_limit=0.3)
     took = time.perf_counter() - start
     assert result.stopped == "time_budget" and "0.3 s" in result.error and result.lineno in (2, 3), result
-    assert took < 0.3 + sandbox_host.KILL_AFTER_S
+    assert took < 0.3 + host.KILL_AFTER_S
 
 
 def test_time_budget_still_applies_after_api_calls(worker):
@@ -297,20 +296,20 @@ def test_iteration_budget_stops_fast_endless_loops(worker):
                  "def f(n):\n        return n\n    while True:\n        f(1)"):
         start = time.perf_counter()
         result = _run(worker, f"def act(api):\n    {loop}\n", time_limit=10.0)
-        assert result.stopped == "time_budget" and f"more than {sandbox.MAX_ITERATIONS} loop" in result.error
+        assert result.stopped == "time_budget" and f"more than {limits.MAX_ITERATIONS} loop" in result.error
         assert time.perf_counter() - start < 2.0 and result.lineno in (2, 3, 4), result
 
 
 def test_the_budget_checks_cannot_be_named_by_the_code():
     """The checks compiled into the code are globals the code could call, rebind or shadow, were it
     allowed to write their names."""
-    for name in sandbox._CHECKS:
+    for name in guards._CHECKS:
         for body in (f"{name}()", f"{name} = print", f"return {name}", f"{name}: int = 0",
                      f"for {name} in range(3):\n        pass", f"return [1 for {name} in range(3)]"):
             with pytest.raises(SandboxError, match="names starting with '_'"):
-                sandbox.check(f"def act(api):\n    {body}\n", "act")
+                checker.check(f"def act(api):\n    {body}\n", "act")
         with pytest.raises(SandboxError):
-            sandbox.check(f"def act(api, {name}=1):\n    return True\n", "act")
+            checker.check(f"def act(api, {name}=1):\n    return True\n", "act")
 
 
 def test_errors_inside_loops_and_lambdas_report_the_models_lines(worker):
@@ -387,8 +386,8 @@ def test_a_call_repeated_between_env_steps_is_answered_once(worker):
 def test_queries_are_answered_ahead_without_a_round_trip(worker, monkeypatch):
     """The answers to the api's `_QUERIES` go with the reply to the first query and to each call that
     took a step: of these five calls two are round trips, and each query still reads the state it would."""
-    messages, is_call = [], sandbox_host._is_call
-    monkeypatch.setattr(sandbox_host, "_is_call", lambda m, names: is_call(m, names) and not messages.append(m[1]))
+    messages, is_call = [], host._is_call
+    monkeypatch.setattr(host, "_is_call", lambda m, names: is_call(m, names) and not messages.append(m[1]))
     api = FakeApi()
     result = _run(worker, """
         def act(api):
@@ -410,7 +409,7 @@ def test_print_output_is_captured_and_bounded(worker):
     """)
     assert result.returned is True
     assert result.log[0] == "line 0 xxxxxxxxxx"
-    assert sum(len(line) for line in result.log) <= sandbox.MAX_LOG_CHARS + 100
+    assert sum(len(line) for line in result.log) <= limits.MAX_LOG_CHARS + 100
 
 
 def test_moderate_recursion_and_sizes_are_allowed(worker):
@@ -454,13 +453,13 @@ def test_hashing_deeply_nested_tuples_does_not_crash(worker):
 def test_zip_and_enumerate_do_not_follow_a_growing_list():
     """`a.extend(zip(a))` would loop forever inside C (no line events) if zip read the live list."""
     a = [1, 2]
-    zipped, numbered = sandbox._zip(a), sandbox._enumerate(a)
+    zipped, numbered = guards._zip(a), guards._enumerate(a)
     a.append(3)
     assert list(zipped) == [(1,), (2,)] and list(numbered) == [(0, 1), (1, 2)]
 
 
 def test_plain_number_arithmetic_skips_the_checks_with_the_same_outcome():
-    """sandbox._numbers, the unchecked path for game arithmetic, gives what the checks then the operation
+    """guards._numbers, the unchecked path for game arithmetic, gives what the checks then the operation
     give (the result, or the same error) on ints around each limit, floats, bools, strings and lists."""
     values = [0, 1, -7, 2**29, 2**30, -2**30, 2**31, 2**59, 2**60, -2**60, 2**61, 10**20, 0.5, -3.25, 1e300,
               True, "ab", "%s", [1], (3,), None]
@@ -472,21 +471,21 @@ def test_plain_number_arithmetic_skips_the_checks_with_the_same_outcome():
             return type(e).__name__, str(e)
 
     def checked(op, a, b):
-        sandbox._check_arith(op, a, b)
-        return sandbox._OPERATORS[op](a, b)
+        guards._check_arith(op, a, b)
+        return guards._OPERATORS[op](a, b)
 
     def checked_aug(op, current, value):
-        sandbox._check_arith(op, current, value)
+        guards._check_arith(op, current, value)
         return value
 
-    for op, a, b in itertools.product(sandbox._OPERATORS, values, values):
-        assert outcome(sandbox._arith, op, a, b) == outcome(checked, op, a, b), (op, a, b)
-        assert outcome(sandbox._aug, op, a, b) == outcome(checked_aug, op, a, b), (op, a, b)
+    for op, a, b in itertools.product(guards._OPERATORS, values, values):
+        assert outcome(guards._arith, op, a, b) == outcome(checked, op, a, b), (op, a, b)
+        assert outcome(guards._aug, op, a, b) == outcome(checked_aug, op, a, b), (op, a, b)
 
 
 def test_code_called_outside_run_cannot_print():
-    fn = sandbox.compile_action("def act(api):\n    print('hi')\n", "act")
-    with pytest.raises(RuntimeError, match="sandbox_worker.run"):
+    fn = checker.compile_action("def act(api):\n    print('hi')\n", "act")
+    with pytest.raises(RuntimeError, match="sandbox.worker.run"):
         fn(None)
 
 
@@ -496,5 +495,5 @@ def test_check_reports_compiler_errors_with_their_line():
                           ("    *a = [1]\n    return a\n", "starred assignment target")]:
         source = "def act(api):\n" + body
         with pytest.raises(SandboxError, match=message) as info:
-            sandbox.check(source, "act")
+            checker.check(source, "act")
         assert info.value.lineno == source.count("\n") - (1 if "return a\n" in body else 0)

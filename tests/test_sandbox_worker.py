@@ -1,4 +1,4 @@
-"""Tests for the sandbox worker's life (sandbox_host.py, sandbox_worker.py): one per env, killed and
+"""Tests for the sandbox worker's life (sandbox/host.py, sandbox/worker.py): one per env, killed and
 replaced when a C call overruns or it crashes, Ctrl-C left to the trainer, its start-up off the run's
 clock, and never outliving its trainer (killed, stopped, or a thread that started it ending) nor
 seeing the trainer's environment; the api boundary (plain data both ways, arguments bounded, replies in
@@ -19,15 +19,15 @@ import time
 import pytest
 
 import env as E
-import sandbox_host
-import sandbox_worker
+import sandbox.worker
+from sandbox import host
 from tests.test_sandbox import CANARY, FakeApi, _run, hang_guard  # noqa: F401 - hang_guard: autouse here too
 
 
 @pytest.fixture(scope="module")
 def shared():
     """One worker for the tests that need no fresh one."""
-    w = sandbox_host.Worker()
+    w = host.Worker()
     yield w
     w.close()
 
@@ -47,13 +47,13 @@ LONG_C_CALL = "def act(api):\n    x = list(range(999999))\n    while True:\n    
 
 
 def test_an_overrun_inside_one_c_call_kills_the_worker_and_the_next_run_gets_a_fresh_one():
-    worker = sandbox_host.Worker()
+    worker = host.Worker()
     try:
         start = time.perf_counter()
         result = worker.run(LONG_C_CALL, "act", FakeApi(), time_limit=0.3)
         took = time.perf_counter() - start
         assert result.stopped == "time_budget" and "killed" in result.error
-        assert 0.3 + sandbox_host.KILL_AFTER_S <= took < 0.3 + sandbox_host.KILL_AFTER_S + 0.5
+        assert 0.3 + host.KILL_AFTER_S <= took < 0.3 + host.KILL_AFTER_S + 0.5
         canary = worker.run(CANARY, "act", FakeApi())
         assert (canary.returned, canary.error, worker.starts) == (True, None, 2)
     finally:
@@ -63,7 +63,7 @@ def test_an_overrun_inside_one_c_call_kills_the_worker_and_the_next_run_gets_a_f
 class KillingApi(FakeApi):
     """Api methods that do to the worker what a crash or a Ctrl-C would."""
 
-    def __init__(self, worker: sandbox_host.Worker):
+    def __init__(self, worker: host.Worker):
         super().__init__()
         self.worker = worker
 
@@ -86,7 +86,7 @@ class KillingApi(FakeApi):
 
 
 def test_a_crashed_worker_fails_only_its_own_run():
-    worker = sandbox_host.Worker()
+    worker = host.Worker()
     try:
         result = worker.run("def act(api):\n    api.crash()\n    return True\n", "act", KillingApi(worker))
         assert result.stopped == "crashed" and "SIGKILL" in result.error
@@ -106,7 +106,7 @@ def test_a_crashed_worker_fails_only_its_own_run():
 
 
 def test_ctrl_c_reaches_the_trainer_only_and_kills_the_worker():
-    worker = sandbox_host.Worker()
+    worker = host.Worker()
     try:
         api = KillingApi(worker)
         result = worker.run("def act(api):\n    api.interrupt_worker()\n    return True\n", "act", api)
@@ -122,8 +122,8 @@ def test_ctrl_c_reaches_the_trainer_only_and_kills_the_worker():
 def test_a_fresh_workers_start_up_is_not_charged_to_the_first_run(monkeypatch):
     """A fresh interpreter takes ~0.1-0.3 s to import; a short time budget with no grace must still let a
     trivial first run finish, or every dry run on a busy machine could fail as 'ran past its budget'."""
-    monkeypatch.setattr(sandbox_host, "KILL_AFTER_S", 0.0)
-    w = sandbox_host.Worker()
+    monkeypatch.setattr(host, "KILL_AFTER_S", 0.0)
+    w = host.Worker()
     try:
         result = _run(w, "def act(api):\n    return True\n", time_limit=0.05)
         assert result.returned is True and result.stopped is None, result
@@ -135,8 +135,8 @@ def test_a_worker_whose_trainer_dies_leaves_quietly():
     """A trainer killed (timeout, OOM) before reading the worker's "ready" resets the socket: the
     worker must exit 0 without a traceback on the user's terminal."""
     ours, theirs = socket.socketpair()
-    proc = subprocess.Popen([sys.executable, "-E", "-s", sandbox_host._WORKER, str(theirs.fileno()),
-                             str(os.getpid())], pass_fds=[theirs.fileno()], stderr=subprocess.PIPE)
+    proc = subprocess.Popen([sys.executable, "-E", "-s", "-m", "sandbox.worker", str(theirs.fileno()),
+                             str(os.getpid())], pass_fds=[theirs.fileno()], stderr=subprocess.PIPE, cwd=host._ROOT)
     theirs.close()
     select.select([ours], [], [], 30)  # its "ready" has arrived: closing now, unread, resets the socket
     ours.close()
@@ -147,7 +147,7 @@ def test_a_worker_whose_trainer_dies_leaves_quietly():
 def test_the_worker_gets_none_of_the_trainers_environment(monkeypatch):
     """Model code that escaped the checks would find no key in its environment to steal."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-must-not-leak")
-    w = sandbox_host.Worker()
+    w = host.Worker()
     try:
         assert _run(w, "def act(api):\n    return True\n").returned is True
         with open(f"/proc/{w._proc.pid}/environ", "rb") as f:
@@ -164,10 +164,10 @@ def test_the_worker_gets_none_of_the_trainers_environment(monkeypatch):
 
 TRAINER = f"""
 import sys
-sys.path.insert(0, {str(sandbox_host._WORKER.rsplit("/", 1)[0])!r})
-import sandbox_host
+sys.path.insert(0, {host._ROOT!r})
+from sandbox import host
 from tests.adversarial_corpus import CORPUS
-worker = sandbox_host.Worker()
+worker = host.Worker()
 worker.run("def act(api):\\n    return True\\n", "act", None)
 print(worker._proc.pid, flush=True)
 stuck = next(case.source for case in CORPUS if case.name == "colliding_tuple_set")
@@ -193,7 +193,7 @@ def _orphan_test(time_limit: float, stop: signal.Signals, within: float) -> floa
     """Start TRAINER, let its worker enter the C call, send the trainer `stop`, and require the worker
     gone within `within` seconds; the CPU time it used, as last seen."""
     trainer = subprocess.Popen([sys.executable, "-c", TRAINER, str(time_limit)], stdout=subprocess.PIPE,
-                               cwd=os.path.dirname(sandbox_host._WORKER))
+                               cwd=host._ROOT)
     pid = None
     try:
         pid = int(trainer.stdout.readline())
@@ -225,7 +225,7 @@ def test_a_worker_inside_one_c_call_dies_with_its_killed_trainer():
 def test_a_worker_started_by_a_thread_that_ends_lives_on():
     """The parent-death signal follows the thread that started the worker: one started for a thread
     pool's task must not die when that thread ends."""
-    w = sandbox_host.Worker()
+    w = host.Worker()
     try:
         thread = threading.Thread(target=_run, args=(w, CANARY))
         thread.start()
@@ -241,7 +241,7 @@ def test_a_worker_inside_one_c_call_is_bounded_by_cpu_time_when_its_trainer_cann
     """A stopped trainer (SIGSTOP, a debugger) never kills: the per-run CPU limit (time limit + kill
     grace + 1 s, rounded up) ends the worker. CPU time: on a busy machine that is more wall time."""
     used = _orphan_test(time_limit=2.0, stop=signal.SIGSTOP, within=15.0)
-    assert used <= 2.0 + sandbox_host.KILL_AFTER_S + 1.0 + 1.0
+    assert used <= 2.0 + host.KILL_AFTER_S + 1.0 + 1.0
 
 
 def test_a_code_action_that_does_not_compile_is_a_failed_action_not_an_exception():
@@ -262,7 +262,7 @@ def test_memory_kept_alive_by_a_stopped_call_is_freed():
     after each run, the worker would have to be replaced (it is, once it holds too much) or the next
     run would start 40 MB closer to the memory ceiling."""
     source = "def act(api):\n    x = [[0] * 999999 for _ in range(5)]\n    x.append(x)\n    raise ValueError(x)\n"
-    w = sandbox_host.Worker()
+    w = host.Worker()
     try:
         _run(w, CANARY)
         outcomes = {_run(w, source, time_limit=5.0).error.splitlines()[0] for _ in range(5)}
@@ -275,14 +275,14 @@ def test_the_trainer_acts_only_on_well_formed_messages_from_the_worker():
     """Code that escaped in the worker could write anything on the socket: the trainer decodes JSON
     only, calls public api methods only, and takes a result only in the expected shape."""
     names = {"step"}
-    assert sandbox_host._is_call(["call", "step", [1], {"times": 2}], names)
+    assert host._is_call(["call", "step", [1], {"times": 2}], names)
     for bad in (["call", "_act", [], {}], ["call", "secret", [], {}], ["call", "step", {}, {}],
                 ["call", "step", [], {"_budget": 1}], ["call", "step", []], {"call": "step"}):
-        assert not sandbox_host._is_call(bad, names), bad
-    assert sandbox_host._is_done(["done", True, None, None, None, ["log"], False])
+        assert not host._is_call(bad, names), bad
+    assert host._is_done(["done", True, None, None, None, ["log"], False])
     for bad in (["done", True, 5, None, None, [], False], ["done", True, None, None, "pwned", [], False],
                 ["done", True, None, None, None, [1], False], ["done", True, None, None, None, [], 0]):
-        assert not sandbox_host._is_done(bad), bad
+        assert not host._is_done(bad), bad
 
 
 def test_api_proxy_is_read_only_and_plain(shared):
@@ -302,7 +302,7 @@ def test_api_proxy_is_read_only_and_plain(shared):
     """, api)
     assert result.returned == [[[99, 2], [3, 4]], [1, 2, 3]]
     assert api.targets(True) == [[1, 2], [3, 4]] and api.targets(False) == [1, 2]
-    proxy = sandbox_worker._ApiProxy(("step",), None)
+    proxy = sandbox.worker._ApiProxy(("step",), None)
     with pytest.raises(AttributeError):
         proxy.step = None
     with pytest.raises(AttributeError):

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 import skill_library as SL
-import skills
 import train
 from core import CodeAction, SubAction, api_doc
 from env import CrafterAPI, get_task
 from fast_agent import FastAgent
 from llm import LLMClient
+from reference import skills
 from slow_agent import SlowAgent
 from tests.fake_llm import FakeLLMServer
 

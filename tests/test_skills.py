@@ -1,5 +1,6 @@
-"""Tests for skills.py: each hand-written reference skill does its job in real Crafter when its target
-is in view, through the same sandbox as LLM code, and every task has a well-formed reference plan.
+"""Tests for reference/ (skills.py, plans.py, whole_task.py, crafter_program.py): each hand-written reference
+skill does its job in real Crafter when its target is in view, through the same sandbox as LLM code, and every
+task has a well-formed reference plan.
 
     python -m pytest -q tests/test_skills.py
 
@@ -15,12 +16,12 @@ import numpy as np
 import pytest
 from crafter import objects
 
-import sandbox
-import skills
-import whole_task
 from core import can_start
 from env import ACTIONS, ITEMS, TASKS, make_env
-from skills import SKILLS, reference_plan
+from reference import plans, skills, whole_task
+from reference.plans import reference_plan
+from reference.skills import SKILLS
+from sandbox import checker
 
 N_SITUATIONS, MIN_SUCCESS = 20, 18  # the issue's bar: >= 90% over 20 situations
 # a zombie walks about and Crafter's balancing can despawn it mid-fight (in daylight): 3 in 4 is its bar
@@ -231,7 +232,7 @@ def test_skills_give_up_at_once_without_target(env):
 
 def test_every_skill_passes_the_sandbox_check():
     for skill in SKILLS.values():
-        sandbox.check(skill.source, skill.function)
+        checker.check(skill.source, skill.function)
         assert skill.doc.startswith(skills.LABEL)  # labelled as hand-written, never as model output
     assert set(SPECS) == set(SKILLS)  # every skill has a Crafter test above
 
@@ -247,7 +248,7 @@ def test_every_task_has_a_plan_whose_code_parts_are_skills():
             assert s["how"] == "rl" or skills.skill_for(s["name"]) is not None, (name, s["name"])
         assert set(plan["rl_config"]["shaping"]) <= set(ITEMS)
         assert set(plan["rl_config"]["mask_actions"]) <= set(ACTIONS)
-        if len(task.prerequisites) >= skills.LONG_CHAIN:
+        if len(task.prerequisites) >= plans.LONG_CHAIN:
             assert plan["subtasks"][-1] == task.achievement
         # the plan can reach the goal: every step of the chain that has a skill gets it
         for a in plan["subtasks"] or list(task.prerequisites) + [task.achievement]:
@@ -262,7 +263,7 @@ def test_whole_task_programs_pass_the_sandbox_and_solve_an_easy_task():
     """--mode code's hand-written program: every task's passes the check; collect_wood's solves it."""
     for name in TASKS:
         program = whole_task.whole_task_program(name, BUDGET)
-        sandbox.check(program.source, program.function)
+        checker.check(program.source, program.function)
         assert program.doc.startswith(skills.LABEL)
     env = make_env("collect_wood", 0, code_actions=[whole_task.whole_task_program("collect_wood", BUDGET)])
     wins = 0
@@ -277,11 +278,11 @@ def test_whole_task_programs_pass_the_sandbox_and_solve_an_easy_task():
 
 
 def test_the_whole_benchmark_program_goes_beyond_the_tech_tree():
-    """crafter's program (crafter_program.py) does what the benchmark counts besides the tech tree:
+    """crafter's program (reference/crafter_program.py) does what the benchmark counts besides the tech tree:
     on two worlds, 30 calls through the sandbox unlock at least 10 achievements each, saplings, plants
     and the stone tools among them (the chain-only program it replaced unlocked 6 in both)."""
     program = whole_task.whole_task_program("crafter", BUDGET)
-    sandbox.check(program.source, program.function)
+    checker.check(program.source, program.function)
     env = make_env("crafter", 0, code_actions=[program])
     for seed in range(2):
         env.reset(seed=seed)

@@ -11,9 +11,9 @@ import torch
 
 import critic
 import env as E
-import skills
 import train
 from core import CodeAction
+from reference import plans, skills
 from tests.fake_llm import FakeLLMServer
 
 SMALL = ["--num-envs", "4", "--num-steps", "64", "--eval-episodes", "2", "--no-capture-video", "--skills", "none",
@@ -47,7 +47,7 @@ def script(request: dict) -> str:
     """An LLM planner, code writer and critic; the critic asks for the search variant of chop_tree."""
     system = request["messages"][0]["content"]
     if system.startswith("You are the slow agent"):
-        return json.dumps(skills.reference_plan("collect_wood"))
+        return json.dumps(plans.reference_plan("collect_wood"))
     if system.startswith("You are the critic"):
         return json.dumps({"summary": "LLM-CRITIC", "to_code": [], "to_rl": [], "fixes": {},
                            "variants": {"chop_tree": "search"},
@@ -69,7 +69,8 @@ def test_over_http_with_hand_written_the_critics_variant_goes_the_same_way_and_a
     assert (d / "iter_2" / "skills" / "chop_tree_v2.py").read_text() == skills.variants("chop_tree")["search"].source
     out = capsys.readouterr().out
     assert "[iter 2] the critic's change: rolled back: TEST-SAYS-WORSE" in out
-    assert "skills.py's hand-written variant 'search', not LLM output" in out  # the user asked: --hand-written
+    # the user asked: --hand-written
+    assert "reference/skills.py's hand-written variant 'search', not LLM output" in out
     assert "code actions in use: chop_tree_v2 (all hand-written, not LLM output)" in out
     history = torch.load(d / "checkpoint.pt", weights_only=False)["extra"]["history"]
     assert [h["code_actions"] for h in history] == [["chop_tree"], ["chop_tree_v2"], ["chop_tree"]]

@@ -16,9 +16,9 @@ import crafter.constants as C
 import gymnasium as gym
 import numpy as np
 
-import fastcrafter
 from core import PrimitiveAPI
-from crafter_tasks import ACHIEVEMENTS, ACTIONS, ALIASES, ITEMS, TASKS, get_task, recipe_table  # noqa: F401
+from envs import fastcrafter
+from envs.crafter_tasks import ACHIEVEMENTS, ACTIONS, ALIASES, ITEMS, TASKS, get_task, recipe_table  # noqa: F401
 
 DIRECTIONS = {"left": (-1, 0), "right": (1, 0), "up": (0, -1), "down": (0, 1)}
 VIEW_W, VIEW_H = 9, 7  # the world part of the agent's local view; the player stands at its centre
@@ -251,7 +251,7 @@ class CrafterAPI(PrimitiveAPI):
     steps, one per action."""
 
     RECIPES = recipe_table()
-    _QUERIES = ("view", "inventory", "facing", "in_front", "steps_left")  # read the state only: sandbox_host
+    _QUERIES = ("view", "inventory", "facing", "in_front", "steps_left")  # read the state only: sandbox/host.py
 
     def _cell(self, dx: int, dy: int) -> str:
         x, y = self._env._crafter._player.pos.tolist()

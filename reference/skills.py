@@ -1,18 +1,18 @@
-"""Hand-written reference skills and plans for Crafter: RL-GPT's method with no LLM at all.
+"""Hand-written reference skills for Crafter, and their variants: RL-GPT's code actions with no LLM at all.
 
 Everything here was written by hand by the project's engineers. It is NOT model output and is never
-presented as such: it is the `library` backend of the slow and fast agents (`--llm library`), so a
-user without an LLM endpoint still sees the whole method run, and it is the yardstick that
-LLM-written code is compared with. The skills use only the primitive API (`env.api_doc()`) and go
-through the same sandbox check and dry-run as LLM code.
+presented as such: with the reference plans (plans.py) it is the `library` backend of the slow and fast
+agents (`--llm library`), so a user without an LLM endpoint still sees the whole method run, and it is
+the yardstick that LLM-written code is compared with. The skills use only the primitive API
+(`env.api_doc()`) and go through the same sandbox check and dry-run as LLM code.
 
-    python skills.py --list                      # every skill and its doc
-    python skills.py --task collect_diamond      # the reference plan of a task, as the slow agent's JSON
-    python skills.py --skill mine_stone          # a skill's source, exactly as the sandbox receives it
+    python -m reference.skills --list                # every skill and its doc
+    python -m reference.skills --skill mine_stone    # a skill's source, exactly as the sandbox receives it
 
-Read top to bottom: the skills (their shared helpers are in skill_helpers.py) -> their variants (a
-second version where the choice matters, for the critic to swap in) -> the reference plans. The whole-task
-programs of `--mode code`, built from the same skills, are in whole_task.py.
+Read top to bottom: the skills (their shared helpers are in skill_helpers.py) -> which achievement each
+does and where it can start -> their variants (a second version where the choice matters, for the critic
+to swap in). The reference plans built on them are in plans.py; the whole-task programs of `--mode code`,
+built from the same skills, in whole_task.py.
 Crafter rules the skills rely on (this Crafter version, see crafter/data.yaml): a tree gives 1 wood and
 turns into grass; a table costs 2 wood, a furnace 4 stone; crafting needs the station in one of the
 8 cells around the player; mined stone/coal/iron/diamond leave a walkable `path`.
@@ -23,14 +23,12 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
-import json
 
 import crafter.constants as C
 
-import crafter_program
 from core import CodeAction
-from env import TASKS, get_task
-from skill_helpers import CRAFT, FACE_FREE, HUNT, MINE, SEARCH
+from reference import crafter_program
+from reference.skill_helpers import CRAFT, FACE_FREE, HUNT, MINE, SEARCH
 
 LABEL = "[hand-written reference skill, not LLM output] "
 
@@ -220,6 +218,44 @@ def skill_for(name: str) -> CodeAction | None:
 
 
 # ----------------------------------------------------------------------------------------------
+# What each skill does, and where it can start.
+
+# achievement -> (what must be in view first, found by RL; the code skill that does it)
+STEPS: dict[str, tuple[str | None, str]] = {
+    "collect_wood": ("tree", "chop_tree"), "place_table": (None, "place_table"),
+    "make_wood_pickaxe": (None, "make_wood_pickaxe"), "make_wood_sword": (None, "make_wood_sword"),
+    "collect_stone": ("stone", "mine_stone"), "place_stone": (None, "place_stone"),
+    "collect_coal": ("coal", "mine_coal"), "make_stone_pickaxe": (None, "make_stone_pickaxe"),
+    "make_stone_sword": (None, "make_stone_sword"), "place_furnace": (None, "place_furnace"),
+    "collect_iron": ("iron", "mine_iron"), "make_iron_pickaxe": (None, "make_iron_pickaxe"),
+    "make_iron_sword": (None, "make_iron_sword"), "collect_diamond": ("diamond", "mine_diamond"),
+    "collect_drink": ("water", "drink_water"), "eat_cow": ("cow", "eat_cow"),
+    "defeat_zombie": ("zombie", "fight_zombie"),
+    "collect_sapling": (None, "collect_sapling"), "place_plant": (None, "place_plant"),
+    "wake_up": (None, "sleep_when_tired"),
+}
+
+
+def initiation_of(skill: str, in_view: bool = True) -> dict:
+    """Where a skill can start, from Crafter's rules (data.yaml): what its recipe uses and the stations it
+    needs in view, or the tool its target needs and the target in view ({} for sleeping: "energy below
+    full" is not a condition the menu has). Each skill returns False at once outside these states."""
+    achievement = next(a for a, (_, name) in STEPS.items() if name == skill)
+    verb, _, thing = achievement.partition("_")
+    if verb == "make":
+        need, cells = dict(C.make[thing]["uses"]), list(C.make[thing]["nearby"])
+    elif verb == "place":
+        need, cells = dict(C.place[thing]["uses"]), []
+    elif verb == "collect":
+        source = next(m for m, rule in C.collect.items() if thing in rule["receive"])  # wood: tree, drink: water
+        need, cells = dict(C.collect[source]["require"]), [source]
+    else:
+        need, cells = {}, [STEPS[achievement][0]] if STEPS[achievement][0] else []  # fight_zombie: a zombie
+    initiation = {"inventory": need} if need else {}
+    return initiation | ({"in_view": cells} if cells and in_view else {})
+
+
+# ----------------------------------------------------------------------------------------------
 # Variants: a second hand-written version of a skill where the choice matters, for the critic
 # (critic.py) to swap in when the version in use keeps failing. The reference version above is always
 # variant "reference"; an alternative keeps the skill's name, so the plan's sub-action stays the same.
@@ -288,149 +324,15 @@ def variant_of(name: str, source: str) -> str | None:
     return next((v for v, action in variants(name).items() if action.source == source), None)
 
 
-# ----------------------------------------------------------------------------------------------
-# Reference plans, in the slow agent's JSON shape. The split follows the paper: searching for
-# something from pixels is left to RL, the fixed procedure once it is in view is code.
-
-LONG_CHAIN = 3  # tasks with at least this many prerequisites get the task planner's chain of sub-tasks
-TECH_TREE = ["collect_wood", "place_table", "make_wood_pickaxe", "collect_stone", "make_stone_pickaxe",
-             "collect_coal", "place_furnace", "collect_iron", "make_iron_pickaxe", "collect_diamond"]
-
-# achievement -> (what must be in view first, found by RL; the code skill that does it)
-STEPS: dict[str, tuple[str | None, str]] = {
-    "collect_wood": ("tree", "chop_tree"), "place_table": (None, "place_table"),
-    "make_wood_pickaxe": (None, "make_wood_pickaxe"), "make_wood_sword": (None, "make_wood_sword"),
-    "collect_stone": ("stone", "mine_stone"), "place_stone": (None, "place_stone"),
-    "collect_coal": ("coal", "mine_coal"), "make_stone_pickaxe": (None, "make_stone_pickaxe"),
-    "make_stone_sword": (None, "make_stone_sword"), "place_furnace": (None, "place_furnace"),
-    "collect_iron": ("iron", "mine_iron"), "make_iron_pickaxe": (None, "make_iron_pickaxe"),
-    "make_iron_sword": (None, "make_iron_sword"), "collect_diamond": ("diamond", "mine_diamond"),
-    "collect_drink": ("water", "drink_water"), "eat_cow": ("cow", "eat_cow"),
-    "defeat_zombie": ("zombie", "fight_zombie"),
-    "collect_sapling": (None, "collect_sapling"), "place_plant": (None, "place_plant"),
-    "wake_up": (None, "sleep_when_tired"),
-}
-
-# achievements with no code at all: reacting to what moves is trial and error, RL's job
-RL_ONLY: dict[str, tuple[str, str]] = {
-    "eat_plant": ("guard_and_eat_plant", "Stay near the planted sapling and keep zombies and cows away from "
-                  "it until it is ripe (it looks different), then face it and `do` to eat it."),
-    "defeat_skeleton": ("fight_skeleton", "Find a skeleton in the dark cave tunnels, get next to it while "
-                        "dodging its arrows, and hit it until it dies."),
-    "wake_up": ("wait_until_tired", "Keep the player safe (away from zombies and lava) until energy drops "
-                "below full, then choose the sleep_when_tired code action."),
-    "crafter": ("survive", "React where the play_crafter routine falls short, from what the image shows: flee or "
-                "fight zombies and skeletons, dodge arrows, keep away from lava, and choose play_crafter whenever it "
-                "can make progress."),
-}
-
-FEND_OFF = ("When a zombie comes near, face it and hit it until it dies (5 hits bare-handed; it hits for 2 every "
-            "few steps) or walk away from it, then go on with the task.")
-CODE_REASON = ("Once its target or station is in view this is a fixed procedure over the API (walk, face, "
-               "act, check the inventory): code does it reliably in a few steps, while RL would need many "
-               "samples to learn the same exact action sequence.")
-WHOLE_REASON = ("Crafter's benchmark counts every achievement, and staying alive decides how many: which one "
-                "to pursue next follows from the inventory and the view by fixed rules (drink when thirsty, "
-                "shelter when tired, the next tool of the tech tree), so one routine in code does it; RL learns "
-                "when to act otherwise, from the pixels the routine does not read. No curriculum: the routine "
-                "walks the chain itself, and Crafter's own reward is kept unshaped.")
-RL_REASON = ("Where things are differs in every world and only shows in the image as the agent moves, and "
-             "enemies react: that is trial and error, which RL learns and code could only guess.")
-SHAPING = {"collect_wood": ("wood", 0.1), "collect_stone": ("stone", 0.1), "collect_coal": ("coal", 0.1),
-           "collect_iron": ("iron", 0.2), "collect_sapling": ("sapling", 0.1),
-           "make_wood_pickaxe": ("wood_pickaxe", 0.2), "make_stone_pickaxe": ("stone_pickaxe", 0.2),
-           "make_iron_pickaxe": ("iron_pickaxe", 0.3)}
-
-
-def initiation_of(skill: str, in_view: bool = True) -> dict:
-    """Where a skill can start, from Crafter's rules (data.yaml): what its recipe uses and the stations it
-    needs in view, or the tool its target needs and the target in view ({} for sleeping: "energy below
-    full" is not a condition the menu has). Each skill returns False at once outside these states."""
-    achievement = next(a for a, (_, name) in STEPS.items() if name == skill)
-    verb, _, thing = achievement.partition("_")
-    if verb == "make":
-        need, cells = dict(C.make[thing]["uses"]), list(C.make[thing]["nearby"])
-    elif verb == "place":
-        need, cells = dict(C.place[thing]["uses"]), []
-    elif verb == "collect":
-        source = next(m for m, rule in C.collect.items() if thing in rule["receive"])  # wood: tree, drink: water
-        need, cells = dict(C.collect[source]["require"]), [source]
-    else:
-        need, cells = {}, [STEPS[achievement][0]] if STEPS[achievement][0] else []  # fight_zombie: a zombie
-    initiation = {"inventory": need} if need else {}
-    return initiation | ({"in_view": cells} if cells and in_view else {})
-
-
-FOUND = {"tree": "wood", "stone": "stone", "coal": "coal", "iron": "iron", "diamond": "diamond"}  # target -> item
-STAGE_SHAPING = 0.2  # a search sub-action's pull towards its item while its sub-task is trained (plan's: 0.1)
-
-
-def _code_spec(skill: CodeAction) -> str:
-    return (f"{skill.doc.removeprefix(LABEL)} Return True when it has done so; return False at once, "
-            "without wasting steps, when the target is not in view or materials are missing.")
-
-
-def reference_plan(task_name: str) -> dict:
-    """The hand-written plan of a task, exactly as the slow agent's JSON (validated by its schema)."""
-    task = get_task(task_name)
-    if task.achievement is None:  # the whole benchmark: one routine in code, what it misses left to RL
-        name, spec = RL_ONLY[task.name]
-        return {"task": task.name, "subtasks": [], "subactions": [
-            {"name": PLAY_CRAFTER.name, "how": "code", "reason": WHOLE_REASON,
-             "spec": PLAY_CRAFTER.doc.removeprefix(LABEL) + ". Return True when the call did something useful."},
-            {"name": name, "how": "rl", "spec": spec, "reason": RL_REASON}],
-            "rl_config": {"shaping": {}, "mask_actions": []}}
-    chain = list(task.prerequisites) + [task.achievement]
-    subtasks = chain if len(task.prerequisites) >= LONG_CHAIN else []
-    targets = [STEPS[a][0] for a in chain if a in STEPS and STEPS[a][0]]
-    subactions = []
-    if targets and subtasks and task.achievement:  # a curriculum: one search per sub-task, with its own pull
-        for a in [a for a in chain if a in STEPS and STEPS[a][0]]:
-            target = STEPS[a][0]
-            subactions.append({"name": f"find_{target}", "how": "rl", "subtask": a, "reason": RL_REASON,
-                               "spec": f"While {a} is being learned: explore until {target} is in view, "
-                                       "without walking into lava or water; the code action does the rest.",
-                               "rl_config": {"shaping": {FOUND[target]: STAGE_SHAPING}}})
-    elif targets:
-        name = f"find_{targets[0]}" if len(targets) == 1 else "explore"
-        spec = (f"Explore until what the next step needs is in view ({', '.join(targets)}), without walking "
-                "into lava or water; the code actions then do the rest.")
-        subactions.append({"name": name, "how": "rl", "spec": spec, "reason": RL_REASON})
-    for a in chain:
-        if a in STEPS:
-            skill = SKILLS[STEPS[a][1]]
-            subactions.append({"name": skill.name, "how": "code", "spec": _code_spec(skill),
-                               "reason": CODE_REASON, "initiation": initiation_of(skill.name)})
-    if task.name in RL_ONLY:
-        name, spec = RL_ONLY[task.name]
-        subactions.append({"name": name, "how": "rl", "spec": spec, "reason": RL_REASON})
-    if "defeat_zombie" not in chain:  # zombies roam the grass in every task: fending them off starts as RL's
-        subactions.append({"name": "fight_zombie", "how": "rl", "spec": FEND_OFF, "reason": RL_REASON})
-    shaping = dict(SHAPING[a] for a in chain[:-1] if a in SHAPING) if task.achievement else {}
-    mask = [] if task.achievement is None else [
-        f"{verb}_{thing}" for verb, things in (("place", ["stone", "table", "furnace", "plant"]),
-                                               ("make", ["wood_pickaxe", "stone_pickaxe", "iron_pickaxe",
-                                                         "wood_sword", "stone_sword", "iron_sword"]))
-        for thing in things if f"{verb}_{thing}" not in chain]
-    if task.max_steps <= 300:  # energy lasts about 300 steps: short tasks never need to sleep
-        mask.append("sleep")
-    return {"task": task.name, "subtasks": subtasks, "subactions": subactions,
-            "rl_config": {"shaping": shaping, "mask_actions": mask}}
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--list", action="store_true", help="print every skill with its doc")
-    parser.add_argument("--task", help="print this task's reference plan as JSON")
     parser.add_argument("--skill", help="print this skill's source")
     args = parser.parse_args(argv)
     if args.list:
         for skill in SKILLS.values():
             print(f"{skill.name:20s} {skill.doc.removeprefix(LABEL)}")
-        print(f"plans for: {', '.join(TASKS)}")
-    elif args.task:
-        print(json.dumps(reference_plan(args.task), indent=2))
     elif args.skill in SKILLS:
         print(f"# {SKILLS[args.skill].doc}\n{SKILLS[args.skill].source}")
     else:

@@ -5,13 +5,13 @@ replaced whenever the code overruns its budget or crashes it.
     result = worker.run(source, "chop_tree", api, time_limit=1.0)
     worker.close()
 
-`run` sends the source to the worker (sandbox_worker.py, a fresh interpreter as multiprocessing's
-"spawn" makes one: no fork of a trainer that holds torch threads; started with subprocess because
-gymnasium's async vector-env workers are daemonic, and multiprocessing refuses them children; ~0.2 s,
-once per env, see bench/sandbox_proxy.py), then serves the code's api calls: each is one round trip,
-its arguments small JSON checked again here, the real api called in this process and its result sent
-back as plain data. The env never leaves the trainer, nor does the trainer's environment (its keys):
-the worker gets only MALLOC_ARENA_MAX.
+`run` sends the source to the worker (worker.py, run as `python -m sandbox.worker` from the repository's
+root: a fresh interpreter as multiprocessing's "spawn" makes one: no fork of a trainer that holds torch
+threads; started with subprocess because gymnasium's async vector-env workers are daemonic, and
+multiprocessing refuses them children; ~0.2 s, once per env, see bench/sandbox_proxy.py), then serves
+the code's api calls: each is one round trip, its arguments small JSON checked again here, the real api
+called in this process and its result sent back as plain data. The env never leaves the trainer, nor
+does the trainer's environment (its keys): the worker gets only MALLOC_ARENA_MAX.
 
 An api call that took no env step (`api._steps` unchanged, as core.PrimitiveAPI counts them) changed
 nothing: the worker answers the same call again itself until the next step (a skill asks view() and
@@ -28,7 +28,7 @@ count of api calls has to fit the machine's load. The wait is bounded from outsi
 passes `time_limit + KILL_AFTER_S`, the worker is killed. A killed or crashed worker fails that one
 code action with a reason in RunResult.error; the next run starts a fresh worker. Should the trainer
 itself die (SIGKILL, the OOM killer), the operating system ends the worker: a parent-death signal, and
-a CPU-time limit per run (see sandbox_worker.main), since a worker inside one long C call runs none of
+a CPU-time limit per run (see worker.main), since a worker inside one long C call runs none of
 its own Python.
 """
 
@@ -50,16 +50,17 @@ from time import perf_counter
 
 import numpy as np
 
-import sandbox
-from sandbox import MAX_CALL_CHARS, MAX_LOG_CHARS, MAX_PLAIN_ITEMS, RunResult
+from sandbox import limits
+from sandbox.guards import SAFE_EXCEPTIONS
+from sandbox.limits import MAX_CALL_CHARS, MAX_LOG_CHARS, MAX_PLAIN_ITEMS, RunResult
 
 START_TIMEOUT_S = 30.0  # a fresh worker that has not said "ready" by then counts as crashed
 KILL_AFTER_S = 0.5  # grace past the time limit before the worker is killed (its own budget stops loops)
 MAX_MESSAGE_BYTES = 1_000_000  # longest message the trainer reads from the worker
 MAX_ERROR_CHARS = 2_000
-_WORKER = str(Path(__file__).with_name("sandbox_worker.py"))
-_STOPS = {cls.reason for cls in sandbox.Interrupt.__subclasses__()}
-_ERRORS = {*sandbox.SAFE_EXCEPTIONS, "AttributeError"}
+_ROOT = str(Path(__file__).resolve().parents[1])  # the worker runs as `python -m sandbox.worker` from here
+_STOPS = {cls.reason for cls in limits.Interrupt.__subclasses__()}
+_ERRORS = {*SAFE_EXCEPTIONS, "AttributeError"}
 
 
 class Worker:
@@ -72,7 +73,7 @@ class Worker:
         self.starts = 0
         self._finalizer = None
 
-    def run(self, source: str, entry: str, api: object, *, time_limit: float = sandbox.TIME_LIMIT_S) -> RunResult:
+    def run(self, source: str, entry: str, api: object, *, time_limit: float = limits.TIME_LIMIT_S) -> RunResult:
         """Run `entry(api)` from `source` in the worker; never raises for anything the code does.
         An interrupt of the trainer (Ctrl-C) kills the worker and is raised again."""
         names = public_methods(api)
@@ -133,9 +134,9 @@ class Worker:
         ours, theirs = socket.socketpair()
         with theirs:
             self._proc = _spawn(
-                [sys.executable, "-E", "-s", _WORKER, str(theirs.fileno()), str(os.getpid())],
+                [sys.executable, "-E", "-s", "-m", "sandbox.worker", str(theirs.fileno()), str(os.getpid())],
                 pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                start_new_session=True, env={"MALLOC_ARENA_MAX": "1"})
+                start_new_session=True, cwd=_ROOT, env={"MALLOC_ARENA_MAX": "1"})
         self._conn = Connection(ours.detach())
         self._poll = select.poll()
         self._poll.register(self._conn.fileno(), select.POLLIN)
@@ -227,7 +228,7 @@ def _answers_ahead(api: object) -> dict[bytes, bytes]:
 
 @functools.cache
 def _query_key(name: str) -> bytes:
-    """The bytes the worker sends for `api.<name>()` (sandbox_worker._encode_call)."""
+    """The bytes the worker sends for `api.<name>()` (worker._encode_call)."""
     return json.dumps(["call", name, [], {}]).encode()
 
 
@@ -262,7 +263,7 @@ def _call(api: object, name: str, args: list, kwargs: dict) -> tuple:
     objects); types the model may not know become RuntimeError."""
     try:
         value = getattr(api, name)(*args, **kwargs)
-    except sandbox.Interrupt as e:
+    except limits.Interrupt as e:
         return "stop", e.reason, str(e)[:500]
     except Exception as e:  # noqa: BLE001 - the model's bad arguments, or the api's own errors
         kind, message = type(e).__name__, str(e)[:500]

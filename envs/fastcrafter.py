@@ -1,6 +1,6 @@
 """fastcrafter: the same Crafter game, several times faster per step, as a drop-in `crafter.Env`.
 
-    import fastcrafter
+    from envs import fastcrafter
     env = fastcrafter.Env(seed=0)      # same constructor, defaults and old-gym API as crafter.Env
     obs = env.reset()
     obs, reward, done, info = env.step(5)
@@ -41,7 +41,7 @@ import numba
 import numpy as np
 from crafter import constants, engine, objects
 
-from fastcrafter_worldgen import generate_world as _generate_world
+from envs.fastcrafter_worldgen import generate_world as _generate_world
 
 # ----------------------------------------------------------------------------------------------
 # The world: Crafter's, with insertion-ordered chunks and a per-object kind table for the semantic view.

@@ -1,12 +1,12 @@
 """The worker process that runs code actions: budgets, the model's `api` stub, and the serve loop.
 
-sandbox_host.Worker starts this file as a fresh interpreter (`python sandbox_worker.py FD PARENT_PID`,
+host.Worker starts this file as a fresh interpreter (`python -m sandbox.worker FD PARENT_PID`,
 one per env, reused for every call) and talks to it over a socket. The worker never sees the env: the
 model's `api` is a stub: a method call is one round trip to the trainer, arguments going out as small
 JSON and results coming back as plain data, except a call repeated before the next env step and the
 state reads the trainer sends ahead with its replies, which the stub answers itself. Inside, the
 model's code runs under the budgets below (an iteration and time budget, a depth limit, a memory
-ceiling, print() to a bounded log), checked where sandbox.compile_action compiled checks into it, in a
+ceiling, print() to a bounded log), checked where checker.compile_action compiled checks into it, in a
 thread with a large C stack; its result and its exception text become small plain values in this
 process, and whatever it built is freed here too. What these budgets cannot stop (one C call that
 runs for minutes, a crash of the interpreter) the trainer stops by killing this process, and the
@@ -17,7 +17,7 @@ unpickle what code it does not trust may have written):
     ("run", source, entry, names, time_limit, cpu_limit)  ->  ["call", name, args, kwargs] ...  ["done", ...]
     ("return", value, *tail) | ("stop", reason, message, *tail) | ("raise", name, message, *tail)  (call replies)
     tail = (same: the call took no env step, env_s: seconds of env steps it took, ahead: None or the
-    replies to the api's queries, keyed by request, as sandbox_host._answers_ahead makes them)
+    replies to the api's queries, keyed by request, as host._answers_ahead makes them)
 """
 
 import ctypes
@@ -36,15 +36,23 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from time import perf_counter
 
-import sandbox
-from sandbox import FILENAME_PREFIX, MAX_CALL_CHARS, MAX_DEPTH, MAX_ITERATIONS, MAX_LOG_CHARS, MEMORY_LIMIT_MB, STACK_MB
+from sandbox import checker, guards, limits
+from sandbox.limits import (
+    FILENAME_PREFIX,
+    MAX_CALL_CHARS,
+    MAX_DEPTH,
+    MAX_ITERATIONS,
+    MAX_LOG_CHARS,
+    MEMORY_LIMIT_MB,
+    STACK_MB,
+)
 
 ADDRESS_SPACE_MB = 256  # address space the worker may map beyond its start-up size (code stack included)
 MAX_RESULT_ITEMS = 10_000  # items in a returned value (only `is True` matters to the env)
 MAX_ERROR_CHARS = 500  # an exception's message, as shown to the fast agent
 _CACHED_ACTIONS = 64  # compiled code actions kept per worker (a library holds a few dozen)
-_STOPS = {cls.reason: cls for cls in sandbox.Interrupt.__subclasses__()}  # the stops the trainer sends
-_ERRORS = {**sandbox.SAFE_EXCEPTIONS, "AttributeError": AttributeError}
+_STOPS = {cls.reason: cls for cls in limits.Interrupt.__subclasses__()}  # the stops the trainer sends
+_ERRORS = {**guards.SAFE_EXCEPTIONS, "AttributeError": AttributeError}
 _PAGE_MB = resource.getpagesize() / 2**20
 
 
@@ -59,7 +67,7 @@ def _memory_mb(field: int) -> float:
 
 class _Run:
     """The budgets and captured output of one call of a code action, and its link to the trainer.
-    `tick`, `enter` and `leave` are the checks sandbox.compile_action put into the model's code."""
+    `tick`, `enter` and `leave` are the checks checker.compile_action put into the model's code."""
 
     def __init__(self, conn: Connection, time_limit: float, memory_ceiling_mb: float):
         self.conn, self.time_limit, self.deadline = conn, time_limit, perf_counter() + time_limit
@@ -71,23 +79,23 @@ class _Run:
         """At every loop iteration and call of the model's code: the iteration, time and memory budgets."""
         self.iterations_left -= 1
         if self.iterations_left < 0:
-            raise sandbox.TimeBudgetExceeded(f"the code made more than {MAX_ITERATIONS} loop iterations and "
+            raise limits.TimeBudgetExceeded(f"the code made more than {MAX_ITERATIONS} loop iterations and "
                                              "calls of its own functions (an endless loop?)")
         now = perf_counter()
         if now > self.deadline:
-            raise sandbox.TimeBudgetExceeded(f"the code ran for over {self.time_limit} s outside env steps "
+            raise limits.TimeBudgetExceeded(f"the code ran for over {self.time_limit} s outside env steps "
                                              "(an endless loop?)")
         if now > self.next_memory_check:  # reading /proc costs ~15 us: once per ms is ~1% overhead
             self.next_memory_check = now + 1e-3
             if _memory_mb(1) > self.memory_ceiling:
-                raise sandbox.MemoryBudgetExceeded(f"the code used more than {MEMORY_LIMIT_MB} MB of memory")
+                raise limits.MemoryBudgetExceeded(f"the code used more than {MEMORY_LIMIT_MB} MB of memory")
         return True
 
     def enter(self) -> None:
         """At the entry of each of the model's functions, before its body's `try`: a stop here leaves
         the depth as it was, and every entry that passes is matched by one `leave`."""
         if self.depth >= MAX_DEPTH:
-            raise sandbox.RecursionBudgetExceeded(f"more than {MAX_DEPTH} nested calls")
+            raise limits.RecursionBudgetExceeded(f"more than {MAX_DEPTH} nested calls")
         self.tick()
         self.depth += 1
 
@@ -96,7 +104,7 @@ class _Run:
 
     def call_api(self, name: str, args: tuple, kwargs: dict) -> object:
         """One api call: one round trip to the trainer, unless the same call was answered since the last
-        env step (the reply says whether it took one) or answered ahead (sandbox_host._answers_ahead),
+        env step (the reply says whether it took one) or answered ahead (host._answers_ahead),
         when the answer is unpickled again: a fresh copy the code may change. The clock runs on, but for
         the env steps the call took: the trainer's kill clock does the same."""
         request = _encode_call(name, args, kwargs)
@@ -219,15 +227,15 @@ def _outcome(value: object, raised: BaseException | None) -> tuple:
             return None, f"{type(e).__name__}: the code action returned it: {e}", None, None
     lineno, text = _model_line(raised.__traceback__)
     where, line = (f"line {lineno}: ", f"\n    {text}") if lineno else ("", "")
-    if isinstance(raised, sandbox.Interrupt):
-        if isinstance(raised, sandbox.StepBudgetExceeded | sandbox.EpisodeEnded):  # the env's stops
+    if isinstance(raised, limits.Interrupt):
+        if isinstance(raised, limits.StepBudgetExceeded | limits.EpisodeEnded):  # the env's stops
             return None, None, lineno, raised.reason
         return None, f"{where}stopped: {str(raised)[:MAX_ERROR_CHARS]}{line}", lineno, raised.reason
     if isinstance(raised, MemoryError):
         return None, f"{where}stopped: the code ran out of memory (MemoryError){line}", lineno, "memory"
     try:  # the model's own exception: its args may be huge or nested thousands deep
-        shown = (sandbox._str(raised)[:MAX_ERROR_CHARS]
-                 if sandbox._text_size(raised, 10_000) <= 10_000 else "...")
+        shown = (guards._str(raised)[:MAX_ERROR_CHARS]
+                 if guards._text_size(raised, 10_000) <= 10_000 else "...")
     except Exception:  # noqa: BLE001 - RecursionError, MemoryError, ... while formatting
         shown = "(its message could not be turned into text)"
     return None, f"{where}{type(raised).__name__}: {shown}{line}", lineno, None
@@ -238,7 +246,7 @@ def run(fn: Callable, state: _Run, names: tuple[str, ...]) -> list:
 
     Runs in the calling thread, which must be the code thread (see `serve`): the result is made and
     everything the code built is freed there, on its large stack, before this returns."""
-    sandbox._local.run = state
+    guards._local.run = state
     fn.__globals__.update(_tick=state.tick, _enter=state.enter, _leave=state.leave)  # this run's checks
     value, raised = None, None
     try:
@@ -260,7 +268,7 @@ def serve(conn: Connection) -> None:
     """Answer "run" requests until the trainer closes the socket. Runs in the code thread (see `main`):
     a run's request, its code, its api calls and its result all happen on one thread, so a run costs
     the worker one wake-up per message it receives and none to hand work between threads."""
-    functions: dict[tuple[str, str], Callable | sandbox.SandboxError] = {}
+    functions: dict[tuple[str, str], Callable | checker.SandboxError] = {}
     gc.freeze()  # start-up objects are never garbage: each run's gc.collect() skips them
     limit = int((_memory_mb(0) + ADDRESS_SPACE_MB) * 2**20)
     try:
@@ -278,11 +286,11 @@ def serve(conn: Connection) -> None:
             if len(functions) >= _CACHED_ACTIONS:
                 functions.clear()
             try:
-                functions[source, entry] = sandbox.compile_action(source, entry)  # checks again, here
-            except sandbox.SandboxError as e:
+                functions[source, entry] = checker.compile_action(source, entry)  # checks again, here
+            except checker.SandboxError as e:
                 functions[source, entry] = e
         fn = functions[source, entry]
-        if isinstance(fn, sandbox.SandboxError):
+        if isinstance(fn, checker.SandboxError):
             done = [None, str(fn), fn.lineno, None, []]
         else:
             _limit_cpu(cpu_limit)
@@ -322,7 +330,7 @@ _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
 
 def main(fd: int, parent: int) -> None:
-    """Serve on the code thread: its large C stack (see sandbox.STACK_MB) holds what recurses in C
+    """Serve on the code thread: its large C stack (see limits.STACK_MB) holds what recurses in C
     (hashing nested tuples, freeing long chains of objects). Made before the address-space limit, so
     that limit is left for the code's data."""
     _die_with(parent)

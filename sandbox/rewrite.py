@@ -1,11 +1,11 @@
-"""The rewrites sandbox.compile_action applies to checked model code before compiling it: size guards
+"""The rewrites checker.compile_action applies to checked model code before compiling it: size guards
 around the operations that can build something huge in one C call, and budget checks at every loop
-iteration and function entry. Each inserted call names a helper of sandbox.py (`_arith`, `_tick`,
-...): a name the checker forbids model code to write, so the code can neither call, rebind nor
-shadow it. Every inserted node carries the line of the model's code it guards, so errors and stops
-report the model's own lines.
+iteration and function entry. Each inserted call names a helper of guards.py (`_arith`, ...) or a
+check the worker binds for each run (`_tick`, ...): a name the checker forbids model code to write,
+so the code can neither call, rebind nor shadow it. Every inserted node carries the line of the
+model's code it guards, so errors and stops report the model's own lines.
 
-    tree = sandbox_rewrite.rewrite(checked_tree)
+    tree = rewrite.rewrite(checked_tree)
 """
 
 import ast

@@ -1,14 +1,14 @@
 """Hand-written reference skills and plans for MineDojo's first Plan4MC tasks: RL-GPT with no LLM.
 
-Everything here was written by hand by the project's engineers, like skills.py for Crafter. It is NOT
+Everything here was written by hand by the project's engineers, like skills.py and plans.py for Crafter. It is NOT
 model output and is labelled so: it is what the `library` backend of the slow and fast agents
-(`--llm library`) uses on a `minedojo:` task of minedojo_env.TASKS (harvest_log, craft_planks,
+(`--llm library`) uses on a `minedojo:` task of envs.minedojo_env.TASKS (harvest_log, craft_planks,
 craft_stick, craft_crafting_table, craft_wooden_pickaxe). The skills use only the MineDojo primitive
 API (minedojo_env.MineDojoAPI) and go through the same sandbox check and dry run as LLM code.
 
-    python minedojo_skills.py --list                            # every skill and its doc
-    python minedojo_skills.py --task minedojo:craft_stick       # the reference plan, as the slow agent's JSON
-    python minedojo_skills.py --program minedojo:craft_stick    # the whole-task program of --mode code
+    python -m reference.minedojo_skills --list                          # every skill and its doc
+    python -m reference.minedojo_skills --task minedojo:craft_stick     # the reference plan, as the slow agent's JSON
+    python -m reference.minedojo_skills --program minedojo:craft_stick  # the whole-task program of --mode code
 
 NOT RUN AGAINST A REAL MINEDOJO: MineDojo cannot be installed where this was written. What was
 verified is that every skill and program passes the sandbox and solves its task on the stand-in of
@@ -26,9 +26,10 @@ import ast
 import json
 
 from core import CodeAction
-from minedojo_env import TASKS, get_task
-from skills import LABEL, LONG_CHAIN
-from whole_task import program
+from envs.minedojo_env import TASKS, get_task
+from reference.plans import LONG_CHAIN
+from reference.skills import LABEL
+from reference.whole_task import program
 
 # ----------------------------------------------------------------------------------------------
 # The skills. Each returns True when it did its job and returns False at once (no wasted step) when

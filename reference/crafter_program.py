@@ -1,5 +1,5 @@
 """The hand-written whole-benchmark program for Crafter: `--mode code --task crafter` with no LLM, and
-the `play_crafter` code action of the library's crafter plan (skills.reference_plan).
+the `play_crafter` code action of the library's crafter plan (plans.reference_plan).
 
 Written by hand by the project's engineers; never LLM output (whole_task.whole_task_program labels it so).
 It is one code action, `solve_task(api)`, called again and again until the episode ends; each call
@@ -18,11 +18,15 @@ carries over: `explore` keeps going the way it faces). What it does, most urgent
     explore: keep going the way it faces, digging through stone with a pickaxe
 
 What it scores is measured, not claimed here: `python -m bench.ablation --tasks crafter --modes code`
-writes bench/results/crafter__code__s1__1000000.json. The recipe costs are read from Crafter's own
-tables, so the program follows the installed version.
+writes bench/results/crafter__code__s1__1000000.json.
+
+Its source is one text in two files: here solve_task, the helpers every part uses (the view as a grid,
+routes, get_to) and staying alive (fighting, drinking and eating, shelter and sleep); crafting, collecting
+and exploring are in crafter_progress.py, whose recipe costs are read from Crafter's own tables, so the
+program follows the installed version.
 """
 
-import crafter.constants as C
+from reference import crafter_progress
 
 SOURCE = '''
 def solve_task(api):
@@ -276,163 +280,12 @@ def nap(api, g):
     if any(near(g, name) for name in ["zombie", "skeleton", "arrow"]):
         return False
     return sleep_in_open(api)
-
-
-def station_near(g, name):
-    return any(g.get((dx, dy)) == name for dx in [-1, 0, 1] for dy in [-1, 0, 1])
-
-
-def craft_step(api, g, inv):
-    """Make the next tool whose materials are in the inventory; place a table, or a furnace beside the
-    table, where one is needed and none is in view (iron is usually found far from the first table)."""
-    wants = [(tool, uses, stations) for tool, uses, stations in RECIPES if inv[tool] < 1]
-    for tool, uses, stations in wants:
-        if all(inv[k] >= n for k, n in uses.items()) and all(near(g, s) for s in stations):
-            if craft(api, tool, stations):
-                return True
-    table_needed = any(all(inv[k] >= n for k, n in uses.items() if k != "wood") for tool, uses, s in wants)
-    if table_needed and not near(g, "table") and inv["wood"] >= TABLE_WOOD + 1:
-        return place(api, "table", walkable())
-    iron_tools = inv["iron_pickaxe"] < 1 or inv["iron_sword"] < 1
-    if iron_tools and inv["stone_pickaxe"] > 0 and near(g, "table") and not near(g, "furnace") \\
-            and inv["stone"] >= FURNACE_STONE + (0 if inv["iron"] > 0 else 2):
-        get_to(api, ["table"], inv)  # the furnace goes beside the table: iron tools need both
-        return place(api, "furnace", walkable())
-    return False
-
-
-def craft(api, tool, stations):
-    """Walk to a cell with every station among its 8 neighbours, then make the tool."""
-    for attempt in range(3):
-        g = grid(api)
-        if all(station_near(g, s) for s in stations):
-            return api.make(tool)
-        routes = {(0, 0): []}
-        queue = [(0, 0)]
-        goal = None
-        for x, y in queue:
-            if all(s in [g.get((x + dx, y + dy)) for dy in [-1, 0, 1] for dx in [-1, 0, 1]] for s in stations):
-                goal = routes[(x, y)]
-                break
-            for m, (ux, uy) in dirs().items():
-                c = (x + ux, y + uy)
-                if c in g and c not in routes and g[c] in walkable():
-                    routes[c] = routes[(x, y)] + [m]
-                    queue.append(c)
-        if goal is None:
-            return False
-        for m in goal:
-            if not api.move(m):
-                break
-    return False
-
-
-def place(api, item, on):
-    """Place `item` on a neighbouring cell that is one of `on`. A walkable cell can only be faced by
-    stepping towards it, so prefer one with another free cell behind it to step back from."""
-    if api.in_front() in on:
-        return api.place(item)
-    g = grid(api)
-    for behind_free in [True, False]:
-        for m, (dx, dy) in dirs().items():
-            if g[(dx, dy)] in on and (not behind_free or g[(2 * dx, 2 * dy)] in walkable()):
-                api.move(m)
-                if api.in_front() in on:
-                    return api.place(item)
-    return False
-
-
-def collect_step(api, g, inv):
-    """Collect what the tools still to be made need, most valuable first; stone only while it is close
-    once there is enough for a furnace and a pocket's wall."""
-    wants = []
-    if inv["wood"] < (9 if inv["iron_sword"] < 1 else 2):
-        wants.append("tree")
-    if inv["wood_pickaxe"] > 0 and inv["stone"] < 9:
-        wants.append("stone")
-    if inv["wood_pickaxe"] > 0 and inv["coal"] < 2:
-        wants.append("coal")
-    if inv["stone_pickaxe"] > 0 and inv["iron"] < 2:
-        wants.append("iron")
-    if inv["iron_pickaxe"] > 0:
-        wants.append("diamond")
-    for name in ["diamond", "iron", "coal", "tree", "stone"]:
-        if name not in wants or not near(g, name):
-            continue
-        if name == "stone" and inv["stone"] >= 5 and not near_cell(g, "stone", 2):
-            continue
-        if get_to(api, [name], inv):
-            api.do()
-            return True
-    return False
-
-
-def sapling(api, g):
-    """Hit a neighbouring grass cell until a sapling drops (each hit: probability 0.1)."""
-    for m, d in dirs().items():
-        if g[d] == "grass":
-            api.move(m)
-            if api.in_front() != "grass":
-                continue
-            before = api.inventory()["sapling"]
-            for i in range(20):
-                if threat(api) or api.steps_left() < 2:
-                    return True
-                api.do()
-                if api.inventory()["sapling"] > before:
-                    return True
-            return True
-    return False
-
-
-def explore(api, inv):
-    """Keep going the way the player faces, digging through stone with a pickaxe; turn when the way is
-    blocked or lava is two cells ahead, and stop once something worth a call comes into view."""
-    passable = walkable() + diggable(inv)
-    order = ["up", "right", "down", "left"]
-    way = [m for m, d in dirs().items() if d == api.facing()][0]
-    moved = False
-    for step in range(12):
-        g = grid(api)
-        if step > 0 and (interesting(g, inv) or threat(api)):
-            return True
-        ux, uy = dirs()[way]
-        if g[(ux, uy)] not in passable or g.get((2 * ux, 2 * uy)) == "lava":
-            turns = [order[(order.index(way) + i) % 4] for i in [1, 3, 2]]
-            free = [m for m in turns if g[dirs()[m]] in passable and
-                    g.get((2 * dirs()[m][0], 2 * dirs()[m][1])) != "lava"]
-            if not free:
-                api.noop()
-                return moved
-            way = free[0] if step % 2 == 0 else free[-1]
-            ux, uy = dirs()[way]
-        if api.steps_left() < 2:
-            return moved
-        if g[(ux, uy)] in diggable(inv):
-            api.move(way)
-            api.do()
-        moved = api.move(way) or moved
-    return moved
-
-
-def interesting(g, inv):
-    names = set(g.values())
-    return ("water" in names and inv["drink"] < 6 or "cow" in names and inv["food"] < 6
-            or "zombie" in names or "ripe_plant" in names or "tree" in names and inv["wood"] < 5
-            or "coal" in names and inv["wood_pickaxe"] > 0 and inv["coal"] < 2
-            or "iron" in names and inv["stone_pickaxe"] > 0 and inv["iron"] < 2
-            or "diamond" in names and inv["iron_pickaxe"] > 0)
 '''
-
-TABLE_WOOD = C.place["table"]["uses"]["wood"]
-FURNACE_STONE = C.place["furnace"]["uses"]["stone"]
-# (tool, what it uses, the stations it needs nearby) in the order the program makes them, from Crafter's tables
-RECIPES = [(tool, C.make[tool]["uses"], C.make[tool]["nearby"]) for tool in
-           ("wood_pickaxe", "wood_sword", "stone_pickaxe", "stone_sword", "iron_pickaxe", "iron_sword")]
 
 
 def program_source(entry: str = "solve_task") -> str:
-    """The program's source with Crafter's recipe costs filled in (a code action cannot import them), its
-    entry named `entry`: `solve_task` in --mode code, `play_crafter` as a code action of the crafter plan."""
-    return (SOURCE.replace("TABLE_WOOD", str(TABLE_WOOD)).replace("FURNACE_STONE", str(FURNACE_STONE))
-            .replace("RECIPES", repr(RECIPES)).replace("def solve_task(api):", f"def {entry}(api):").lstrip("\n"))
+    """The whole program's source (this file's part, then crafter_progress.py's, with Crafter's recipe costs
+    filled in), its entry named `entry`: `solve_task` in --mode code, `play_crafter` as a code action of the
+    crafter plan."""
+    source = SOURCE + "\n" + crafter_progress.source()
+    return source.replace("def solve_task(api):", f"def {entry}(api):").lstrip("\n")

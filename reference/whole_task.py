@@ -1,6 +1,6 @@
 """The whole-task programs of `--mode code` with no LLM, for Crafter: the pure code-as-policy baseline.
 
-    python whole_task.py collect_iron      # the program `train.py --task collect_iron --mode code` runs
+    python -m reference.whole_task collect_iron    # the program `train.py --task collect_iron --mode code` runs
 
 Written by hand by the project's engineers, like skills.py, whose skills they are built from: one entry,
 `solve_task(api)`, called again and again; each call tries the task's skills, most advanced first, and
@@ -14,11 +14,11 @@ import argparse
 
 import crafter.constants as C
 
-import crafter_program
 from core import CodeAction
 from env import get_task
-from skill_helpers import HUNT
-from skills import LABEL, PARTS, STEPS
+from reference import crafter_program
+from reference.skill_helpers import HUNT
+from reference.skills import LABEL, PARTS, STEPS
 
 EXPLORE = '''
 def explore(api):

@@ -3,23 +3,21 @@
     env = env.make_env("minedojo:craft_wooden_pickaxe", seed=0)         # a task of the table below
     env = env.make_env("minedojo:harvest_milk_with_empty_bucket_and_cow")  # any MineDojo task id
 
-Tasks are named `minedojo:<task_id>`. The five first tasks of the Plan4MC tech tree (TASKS: log,
-planks, stick, crafting table, wooden pickaxe) carry a prerequisite chain, a description and
-hand-written reference skills (minedojo_skills.py); they are built on MineDojo's documented Harvest
-meta task (`minedojo.make(task_id="harvest", target_names=<item>, target_quantities=1)`), whose
-success is that many of the item in the inventory. Any other `<task_id>` goes to `minedojo.make` as it
-is (MineDojo's programmatic tasks); an id MineDojo does not know is a ValueError naming it.
+Tasks are named `minedojo:<task_id>`. The five first tasks of the Plan4MC tech tree (TASKS: log, planks,
+stick, crafting table, wooden pickaxe) carry a prerequisite chain, a description and hand-written reference
+skills (reference/minedojo_skills.py); they are built on MineDojo's documented Harvest meta task
+(`minedojo.make(task_id="harvest", target_names=<item>, target_quantities=1)`), whose success is that many
+of the item in the inventory. Any other `<task_id>` goes to `minedojo.make` as it is (MineDojo's
+programmatic tasks); an id MineDojo does not know is a ValueError naming it.
 
-The `minedojo` package itself is imported only when such an env is built, so this file imports
-anywhere. MineDojo (`pip install minedojo`) pins gym 0.21 and needs JDK 8 and a Minecraft build; see
-https://docs.minedojo.org/sections/getting_started/install.html. Crafter tasks need none of it.
+The `minedojo` package itself is imported only when such an env is built, so this file imports anywhere
+(INSTALL_HELP says what MineDojo needs). Crafter tasks need none of it.
 
-NOT RUN AGAINST A REAL MINEDOJO HERE: MineDojo could not be installed on the machine this was
-written on. The adapter follows MineDojo's documentation and source (observation keys, the
-MultiDiscrete([3, 3, 4, 25, 25, 8, 244, 36]) action space, `is_successful`) and the reduced action
-space of the released RL-GPT/Plan4MC trainers; tests/test_minedojo.py checks the mapping against a
-stand-in with those documented spaces (and, for the table's tasks, the vanilla wood recipes), which
-is all that has been verified.
+NOT RUN AGAINST A REAL MINEDOJO HERE: MineDojo could not be installed on the machine this was written on.
+The adapter follows MineDojo's documentation and source (observation keys, the action space
+MultiDiscrete([3, 3, 4, 25, 25, 8, 244, 36]), `is_successful`) and the reduced action space of the
+released RL-GPT/Plan4MC trainers; tests/test_minedojo.py checks the mapping against a stand-in with those
+documented spaces (and, for the table's tasks, the vanilla wood recipes): all that has been verified.
 
 Read top to bottom: the reduced action space -> the tasks -> the env -> the primitive API for code actions.
 """
@@ -51,12 +49,11 @@ class MineDojoNotInstalled(ImportError):
 
 
 # ----------------------------------------------------------------------------------------------
-# The reduced action space: 12 movement/camera choices x 3 functional choices = Discrete(36).
-# MineDojo's full space is MultiDiscrete([3, 3, 4, 25, 25, 8, 244, 36]): forward/back, left/right,
-# jump/sneak/sprint, camera pitch delta, camera yaw delta (bin 12 = 0 degrees, 15 degrees a bin),
-# functional (0 noop, 1 use, 2 drop, 3 attack, 4 craft, 5 equip, 6 place, 7 destroy), the craft
-# argument (an index into MineDojo's ALL_CRAFT_SMELT_ITEMS) and the equip/place/destroy argument (an
-# inventory slot). The released RL-GPT (Plan4MC) trainer turns the camera 2 bins = 30 degrees a step.
+# The reduced action space: 12 movement/camera choices x 3 functional choices = Discrete(36). MineDojo's full
+# space is MultiDiscrete([3, 3, 4, 25, 25, 8, 244, 36]): forward/back, left/right, jump/sneak/sprint, camera
+# pitch delta, camera yaw delta (bin 12 = 0 degrees, 15 degrees a bin), functional (0 noop, 1 use, 2 drop,
+# 3 attack, 4 craft, 5 equip, 6 place, 7 destroy), the craft argument (an index into ALL_CRAFT_SMELT_ITEMS)
+# and the equip/place/destroy argument (an inventory slot). RL-GPT's (Plan4MC's) trainer turns 30 degrees a step.
 
 NVEC = (3, 3, 4, 25, 25, 8, 244, 36)
 CAMERA_CENTRE, CAMERA_BIN_DEGREES, CAMERA_STEP_BINS = 12, 15, 2
@@ -117,9 +114,8 @@ def inventory_counts(raw_inventory: dict) -> dict[str, int]:
 
 
 # ----------------------------------------------------------------------------------------------
-# Tasks: the first Plan4MC tasks, each "have 1 <item>" (a Harvest meta task), with the chain before it.
-# Step limits are this project's choice (Plan4MC's own differ per biome): generous for a bare-handed
-# agent, since breaking one log takes dozens of steps.
+# Tasks: the first Plan4MC tasks, each "have 1 <item>" (a Harvest meta task), with the chain before it. Step
+# limits are this project's choice (Plan4MC's differ per biome), generous: bare-handed, a log takes dozens of steps.
 
 HARVEST_TASK_ID = "harvest"  # MineDojo's meta task: target_names + target_quantities, success = in inventory
 KNOWN: list[tuple[str, str, int, tuple[str, ...], str]] = [  # name, item, max steps, chain, description
@@ -159,9 +155,8 @@ def get_task(name: str) -> Task:
 
 
 def _unknown_id(task_id: str, error: ValueError) -> ValueError:
-    """MineDojo's ValueError for an id it does not know, as a sentence naming it. The hint compares
-    ids without the shared `minedojo:` and offers only this table's tasks (a Crafter name would not run
-    here)."""
+    """MineDojo's ValueError for an id it does not know, as a sentence naming it. The hint compares ids
+    without the shared `minedojo:` and offers only this table's tasks (a Crafter name would not run here)."""
     close = difflib.get_close_matches(task_id, [n.removeprefix(PREFIX) for n in TASKS], n=3, cutoff=0.5)
     hint = f" Did you mean {', '.join(PREFIX + c for c in close)}?" if close else ""
     return ValueError(f"MineDojo does not know the task id {task_id!r} ({error}).{hint} Tasks with reference "
@@ -173,17 +168,15 @@ def _unknown_id(task_id: str, error: ValueError) -> ValueError:
 
 
 class MineDojoEnv(gym.Env):
-    """A MineDojo task as a Gymnasium 1.x env: task success terminates, `max_steps` truncates (by
-    default the task's limit: the table's, else DEFAULT_MAX_STEPS).
+    """A MineDojo task as a Gymnasium 1.x env: task success terminates, `max_steps` truncates (by default
+    the task's limit: the table's, else DEFAULT_MAX_STEPS).
 
-    Observation: {"image": (H, W, 3) uint8 from MineDojo's channel-first `rgb`; "inventory":
-    (len(TRACKED),) int32 counts, clipped at 64}. Action: Discrete(36), the paper's reduced space;
-    action 0 is the full noop, as in Crafter (env.CodeActions charges an idle code action with it).
-    `step` also takes a full MultiDiscrete 8-vector: the primitive API needs craft/equip/place,
-    which the reduced space leaves out. MineDojo's seed is fixed when the simulator is built (a new
-    world costs minutes), so `reset(seed=...)` only reseeds Gymnasium's own RNG. Set `frames` to []
-    to record the episode's frames (the trainer's evaluation GIF and the vision critic's frames).
-    """
+    Observation: {"image": (H, W, 3) uint8 from MineDojo's channel-first `rgb`; "inventory": (len(TRACKED),)
+    int32 counts, clipped at 64}. Action: Discrete(36), the paper's reduced space; action 0 is the full noop,
+    as in Crafter (env.CodeActions charges an idle code action with it). `step` also takes a full
+    MultiDiscrete 8-vector: the primitive API needs craft/equip/place, which the reduced space leaves out.
+    MineDojo's seed is fixed when the simulator is built (a new world costs minutes), so `reset(seed=...)`
+    only reseeds Gymnasium's own RNG. `frames = []` records the episode's frames (evaluation GIF, critic)."""
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
 
@@ -216,8 +209,7 @@ class MineDojoEnv(gym.Env):
         self.craft_items: list[str] = list(mc.ALL_CRAFT_SMELT_ITEMS)  # the craft argument's meaning
         self.task_id, self.minedojo_reward = task_id, minedojo_reward
         self.max_steps = max_steps or task.max_steps
-        # the same record Crafter tasks carry, so prompts are built the same way: the table's, else
-        # MineDojo's own prompt for its task, with no chain
+        # the record Crafter tasks carry, so prompts are built alike: the table's, else MineDojo's prompt, no chain
         if task.achievement is None:
             prompt = str(getattr(self._env, "task_prompt", "") or task_id)
             task = _task(task_id, None, self.max_steps, (), prompt)

@@ -1,0 +1,123 @@
+"""Hand-written reference plans for Crafter, in the slow agent's JSON shape: RL-GPT's planner with no LLM.
+
+Written by hand by the project's engineers, like the skills they use (skills.py); never LLM output. With
+those skills they are the `library` backend of the slow agent (`--llm library`). The split follows the
+paper: searching for something from pixels is left to RL, the fixed procedure once it is in view is code.
+
+    python -m reference.plans collect_diamond    # the reference plan of a task, as the slow agent's JSON
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from core import CodeAction
+from env import get_task
+from reference.skills import LABEL, PLAY_CRAFTER, SKILLS, STEPS, initiation_of
+
+LONG_CHAIN = 3  # tasks with at least this many prerequisites get the task planner's chain of sub-tasks
+TECH_TREE = ["collect_wood", "place_table", "make_wood_pickaxe", "collect_stone", "make_stone_pickaxe",
+             "collect_coal", "place_furnace", "collect_iron", "make_iron_pickaxe", "collect_diamond"]
+
+# achievements with no code at all: reacting to what moves is trial and error, RL's job
+RL_ONLY: dict[str, tuple[str, str]] = {
+    "eat_plant": ("guard_and_eat_plant", "Stay near the planted sapling and keep zombies and cows away from "
+                  "it until it is ripe (it looks different), then face it and `do` to eat it."),
+    "defeat_skeleton": ("fight_skeleton", "Find a skeleton in the dark cave tunnels, get next to it while "
+                        "dodging its arrows, and hit it until it dies."),
+    "wake_up": ("wait_until_tired", "Keep the player safe (away from zombies and lava) until energy drops "
+                "below full, then choose the sleep_when_tired code action."),
+    "crafter": ("survive", "React where the play_crafter routine falls short, from what the image shows: flee or "
+                "fight zombies and skeletons, dodge arrows, keep away from lava, and choose play_crafter whenever it "
+                "can make progress."),
+}
+
+FEND_OFF = ("When a zombie comes near, face it and hit it until it dies (5 hits bare-handed; it hits for 2 every "
+            "few steps) or walk away from it, then go on with the task.")
+CODE_REASON = ("Once its target or station is in view this is a fixed procedure over the API (walk, face, "
+               "act, check the inventory): code does it reliably in a few steps, while RL would need many "
+               "samples to learn the same exact action sequence.")
+WHOLE_REASON = ("Crafter's benchmark counts every achievement, and staying alive decides how many: which one "
+                "to pursue next follows from the inventory and the view by fixed rules (drink when thirsty, "
+                "shelter when tired, the next tool of the tech tree), so one routine in code does it; RL learns "
+                "when to act otherwise, from the pixels the routine does not read. No curriculum: the routine "
+                "walks the chain itself, and Crafter's own reward is kept unshaped.")
+RL_REASON = ("Where things are differs in every world and only shows in the image as the agent moves, and "
+             "enemies react: that is trial and error, which RL learns and code could only guess.")
+SHAPING = {"collect_wood": ("wood", 0.1), "collect_stone": ("stone", 0.1), "collect_coal": ("coal", 0.1),
+           "collect_iron": ("iron", 0.2), "collect_sapling": ("sapling", 0.1),
+           "make_wood_pickaxe": ("wood_pickaxe", 0.2), "make_stone_pickaxe": ("stone_pickaxe", 0.2),
+           "make_iron_pickaxe": ("iron_pickaxe", 0.3)}
+FOUND = {"tree": "wood", "stone": "stone", "coal": "coal", "iron": "iron", "diamond": "diamond"}  # target -> item
+STAGE_SHAPING = 0.2  # a search sub-action's pull towards its item while its sub-task is trained (plan's: 0.1)
+
+
+def _code_spec(skill: CodeAction) -> str:
+    return (f"{skill.doc.removeprefix(LABEL)} Return True when it has done so; return False at once, "
+            "without wasting steps, when the target is not in view or materials are missing.")
+
+
+def reference_plan(task_name: str) -> dict:
+    """The hand-written plan of a task, exactly as the slow agent's JSON (validated by its schema)."""
+    task = get_task(task_name)
+    if task.achievement is None:  # the whole benchmark: one routine in code, what it misses left to RL
+        name, spec = RL_ONLY[task.name]
+        return {"task": task.name, "subtasks": [], "subactions": [
+            {"name": PLAY_CRAFTER.name, "how": "code", "reason": WHOLE_REASON,
+             "spec": PLAY_CRAFTER.doc.removeprefix(LABEL) + ". Return True when the call did something useful."},
+            {"name": name, "how": "rl", "spec": spec, "reason": RL_REASON}],
+            "rl_config": {"shaping": {}, "mask_actions": []}}
+    chain = list(task.prerequisites) + [task.achievement]
+    subtasks = chain if len(task.prerequisites) >= LONG_CHAIN else []
+    targets = [STEPS[a][0] for a in chain if a in STEPS and STEPS[a][0]]
+    subactions = []
+    if targets and subtasks and task.achievement:  # a curriculum: one search per sub-task, with its own pull
+        for a in [a for a in chain if a in STEPS and STEPS[a][0]]:
+            target = STEPS[a][0]
+            subactions.append({"name": f"find_{target}", "how": "rl", "subtask": a, "reason": RL_REASON,
+                               "spec": f"While {a} is being learned: explore until {target} is in view, "
+                                       "without walking into lava or water; the code action does the rest.",
+                               "rl_config": {"shaping": {FOUND[target]: STAGE_SHAPING}}})
+    elif targets:
+        name = f"find_{targets[0]}" if len(targets) == 1 else "explore"
+        spec = (f"Explore until what the next step needs is in view ({', '.join(targets)}), without walking "
+                "into lava or water; the code actions then do the rest.")
+        subactions.append({"name": name, "how": "rl", "spec": spec, "reason": RL_REASON})
+    for a in chain:
+        if a in STEPS:
+            skill = SKILLS[STEPS[a][1]]
+            subactions.append({"name": skill.name, "how": "code", "spec": _code_spec(skill),
+                               "reason": CODE_REASON, "initiation": initiation_of(skill.name)})
+    if task.name in RL_ONLY:
+        name, spec = RL_ONLY[task.name]
+        subactions.append({"name": name, "how": "rl", "spec": spec, "reason": RL_REASON})
+    if "defeat_zombie" not in chain:  # zombies roam the grass in every task: fending them off starts as RL's
+        subactions.append({"name": "fight_zombie", "how": "rl", "spec": FEND_OFF, "reason": RL_REASON})
+    shaping = dict(SHAPING[a] for a in chain[:-1] if a in SHAPING) if task.achievement else {}
+    mask = [] if task.achievement is None else [
+        f"{verb}_{thing}" for verb, things in (("place", ["stone", "table", "furnace", "plant"]),
+                                               ("make", ["wood_pickaxe", "stone_pickaxe", "iron_pickaxe",
+                                                         "wood_sword", "stone_sword", "iron_sword"]))
+        for thing in things if f"{verb}_{thing}" not in chain]
+    if task.max_steps <= 300:  # energy lasts about 300 steps: short tasks never need to sleep
+        mask.append("sleep")
+    return {"task": task.name, "subtasks": subtasks, "subactions": subactions,
+            "rl_config": {"shaping": shaping, "mask_actions": mask}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("task", help="print this task's reference plan as JSON (python env.py --list: the tasks)")
+    args = parser.parse_args(argv)
+    try:
+        plan = reference_plan(args.task)
+    except ValueError as e:
+        parser.error(str(e))
+    print(json.dumps(plan, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
