@@ -166,7 +166,7 @@ def keep_change(previous: dict, current: dict) -> tuple[bool, str]:
                         f"{'slower' if slower else 'not slower'}")
 
 
-def rollback_if_worse(state: LoopState, library) -> str | None:
+def rollback_if_worse(state: LoopState, action_set) -> str | None:
     """After an iteration that ran with a change the critic made (state.before_change, set by the plan
     phase): keep it unless it made things worse (keep_change); a rolled-back change restores the plan and
     the code actions in use before it, and the next iteration trains that plan again without a re-plan.
@@ -177,7 +177,7 @@ def rollback_if_worse(state: LoopState, library) -> str | None:
     keep, why = keep_change(history[-2], history[-1])
     history[-1]["change"] = why
     if not keep:
-        state.plan, library.active, state.rolled_back = before["plan"], dict(before["active"]), True
+        state.plan, action_set.active, state.rolled_back = before["plan"], dict(before["active"]), True
         state.feedback = None  # what asked for the change is spent: nothing of it is applied again
     return why
 

@@ -32,7 +32,7 @@ import env as E
 import ppo as P
 import report
 import skill_library as SL
-from code_actions import CodeStats, Library
+from code_actions import ActionSet, CodeStats
 from core import Mode
 from fast_agent import save_attempts
 from llm import LLMClient, LLMError, ReplayClient, configured_endpoint, start_local_server
@@ -108,13 +108,13 @@ def make_llm(args, run_dir: Path):
     return client, server, f"{kind}: {client.url} model {client.model or '(server default)'}"
 
 
-def make_train_envs(args, run: Run, cfg: P.PPOConfig, library: Library, episode_numbers: list[int] = ()):
+def make_train_envs(args, run: Run, cfg: P.PPOConfig, action_set: ActionSet, episode_numbers: list[int] = ()):
     """The run's one set of training envs, built once, grown in place, never reset by the trainer: this
     rank's share of --num-envs. Crafter tasks append every finished episode to stats.jsonl. On --resume
     (`episode_numbers` from the checkpoint) each env goes on with its next world, not its first one again."""
     options = {} if not E.is_crafter(args.task) else {"stats_path": run.dir / "stats.jsonl",
                                                              "crafter_impl": args.crafter_impl}
-    envs = E.make_vec_env(args.task, args.num_envs // run.world, code_actions=library.actions, seed=args.seed,
+    envs = E.make_vec_env(args.task, args.num_envs // run.world, code_actions=action_set.actions, seed=args.seed,
                           rank=run.rank, max_macro_steps=args.max_macro_steps, gamma=cfg.gamma, **options)
     if episode_numbers:
         n, rank = envs.num_envs, run.rank
@@ -180,16 +180,17 @@ def llm_calls(run: Run) -> int:
     return run.llm_calls_before + (run.llm.calls if run.llm is not None else 0)
 
 
-def save(run: Run, ppo: P.PPO, library: Library, state: LoopState) -> None:
+def save(run: Run, ppo: P.PPO, action_set: ActionSet, state: LoopState) -> None:
     """Called by every rank at the same point (a rollout boundary): the episodes in progress are gathered,
     so a resume can write them to unfinished.jsonl and go on with the next episode number of each env."""
     running, episode_numbers = running_episodes(run.args, run.envs)
     if run.rank:  # rank 0 alone checkpoints (all ranks hold the same weights)
         return
     logs = {name: (run.dir / name).stat().st_size for name in APPEND_LOGS if (run.dir / name).is_file()}
-    state = dict(state.to_dict(), library_active=library.active, log_sizes=logs, running=running,
+    # library_active: the action set's code actions in use, under the key every checkpoint has held them by
+    state = dict(state.to_dict(), library_active=action_set.active, log_sizes=logs, running=running,
                  episode_numbers=episode_numbers, llm_calls=llm_calls(run))
-    save_checkpoint(str(run.dir / "checkpoint.pt"), ppo, [asdict(a) for a in library.actions], state)
+    save_checkpoint(str(run.dir / "checkpoint.pt"), ppo, [asdict(a) for a in action_set.actions], state)
 
 
 def save_checkpoint(path: str, ppo: P.PPO, code_actions: list[dict], extra: dict | None = None) -> None:
@@ -216,19 +217,19 @@ def load_checkpoint(path: str, ppo: P.PPO) -> tuple[list[dict], dict]:
     return d["code_actions"], d["extra"]
 
 
-def resume(run: Run, ppo: P.PPO) -> tuple[Library, LoopState, list[int]]:
-    """--resume: `ppo` restored in place from checkpoint.pt; returns the code library, the loop's state and
+def resume(run: Run, ppo: P.PPO) -> tuple[ActionSet, LoopState, list[int]]:
+    """--resume: `ppo` restored in place from checkpoint.pt; returns the action set, the loop's state and
     each env's episode number at the checkpoint. Rank 0 cuts the logs back to the checkpoint (rewind_logs)."""
     ckpt = run.dir / "checkpoint.pt"
     actions, state = load_checkpoint(str(ckpt), ppo)
-    library = Library([E.CodeAction(**a) for a in actions], state.pop("library_active"))
+    action_set = ActionSet([E.CodeAction(**a) for a in actions], state.pop("library_active"))
     running, episode_numbers = state.pop("running", []), state.pop("episode_numbers", [])
     run.llm_calls_before = state.pop("llm_calls", 0)
     if run.rank == 0:
         rewind_logs(run.dir, state.get("log_sizes", {}), running)
         print(f"resumed from {ckpt}: iteration {state['iteration'] + 1}, {ppo.global_step} env steps done"
               f" ({len(running)} episodes going on at the checkpoint went to unfinished.jsonl)")
-    return library, LoopState.from_dict(state), episode_numbers
+    return action_set, LoopState.from_dict(state), episode_numbers
 
 
 def rewind_logs(run_dir: Path, sizes: dict[str, int], running: list[dict]) -> None:
@@ -244,11 +245,11 @@ def rewind_logs(run_dir: Path, sizes: dict[str, int], running: list[dict]) -> No
     write_rows(run_dir / "unfinished.jsonl", running)
 
 
-def check_ranks_agree(run_dir: Path, ppo: P.PPO, library: Library, rank: int) -> None:
+def check_ranks_agree(run_dir: Path, ppo: P.PPO, action_set: ActionSet, rank: int) -> None:
     """ranks.json: each rank's step count, weight hash and code actions; they must all agree."""
     weights = b"".join(t.cpu().numpy().tobytes() for t in ppo.agent.state_dict().values())
     mine = {"rank": rank, "global_step": ppo.global_step, "weights_sha256": hashlib.sha256(weights).hexdigest(),
-            "code_actions": [[a.name, hashlib.sha256(a.source.encode()).hexdigest()[:16]] for a in library.actions]}
+            "code_actions": [[a.name, hashlib.sha256(a.source.encode()).hexdigest()[:16]] for a in action_set.actions]}
     ranks = D.all_gather([mine])
     if rank == 0:
         (run_dir / "ranks.json").write_text(json.dumps(ranks, indent=2))
@@ -265,8 +266,8 @@ class IterationTally:
     the success trend, the code actions' statistics (CodeStats); its progress bar and metric logging. A
     checkpoint inside the iteration keeps the counts (checkpoint()), so a resume goes on counting from there."""
 
-    def __init__(self, run: Run, library: Library, progress: dict | None, total: int, initial: int, desc: str):
-        self.run, self.stats, self.trend, self.last = run, CodeStats(library), [], None
+    def __init__(self, run: Run, action_set: ActionSet, progress: dict | None, total: int, initial: int, desc: str):
+        self.run, self.stats, self.trend, self.last = run, CodeStats(action_set), [], None
         self.counted = {"episodes": 0, "successes": 0}
         if progress is not None and run.rank == 0:  # rank 0 holds every rank's counts up to the checkpoint
             self.stats.restore(progress["decisions"], progress["rows"], progress.get("episodes"))
@@ -297,13 +298,13 @@ class IterationTally:
         return (round(self.counted["successes"] / n, 3) if n else None), n
 
 
-def record_skills(run: Run, library: Library, stats: CodeStats, task: str, iteration: int) -> None:
+def record_skills(run: Run, action_set: ActionSet, stats: CodeStats, task: str, iteration: int) -> None:
     """The iteration's code-action statistics into the shared skill library (if the run uses one), after
-    every iteration so a crash loses at most this one's numbers; a library that cannot be written is a warning."""
+    every iteration so a crash loses at most this one's numbers; one that cannot be written is a warning."""
     if run.skill_library is None:
         return
     try:
-        run.skill_library.record_iteration(library.actions, stats.rows, task=task, run=str(run.dir.resolve()),
+        run.skill_library.record_iteration(action_set.actions, stats.rows, task=task, run=str(run.dir.resolve()),
                                        iteration=iteration)
     except OSError as e:
         tqdm.write(f"[iter {iteration}] warning: the skill library could not be written ({e}); the run goes on")
@@ -323,7 +324,7 @@ def record_attempts(attempts: list, it_dir: Path, name: str, iteration: int) -> 
             tqdm.write(f"[iter {iteration}] {name} attempt {n} failed: {a.error.splitlines()[0][:160]}")
 
 
-def record_iteration(run: Run, state: LoopState, critic_stats: dict, ev: dict, stats: CodeStats, library: Library,
+def record_iteration(run: Run, state: LoopState, critic_stats: dict, ev: dict, stats: CodeStats, action_set: ActionSet,
                      rl_config: dict, n_actions: int, t0: float) -> None:
     """Rank 0, after an iteration's evaluation (`ev`): eval.jsonl, the eval and code-action metrics, the eval
     GIF, stats.json (what the critic reads), the iteration's row of the run's history (summary.md and the
@@ -345,8 +346,9 @@ def record_iteration(run: Run, state: LoopState, critic_stats: dict, ev: dict, s
                              "train_success": train_success, "train_episodes": n_train,
                              "eval_success": ev["success_rate"],
                              "eval_length": ev["mean_length"], "eval_env_steps": ev["env_steps"],
-                             "code_actions": list(library.active.values()), "rl_config": rl_config,
-                             "hand_written": hand_written(library), "episode_lengths": critic_stats["episode_lengths"],
+                             "code_actions": list(action_set.active.values()), "rl_config": rl_config,
+                             "hand_written": hand_written(action_set),
+                             "episode_lengths": critic_stats["episode_lengths"],
                              "score": critic_stats["score"] and {key: critic_stats["score"][key]
                                                                  for key in ("score", "se", "episodes")},
                              "llm_calls": llm_calls(run), "reused": state.reused,
@@ -357,15 +359,16 @@ def record_iteration(run: Run, state: LoopState, critic_stats: dict, ev: dict, s
                f"eval success {ev['success_rate']:.2f} (n={critic_stats['eval_episodes']})")
 
 
-def hand_written(library: Library) -> list[str]:
+def hand_written(action_set: ActionSet) -> list[str]:
     """The code actions in use that are hand-written (reference/skills.py, reference/minedojo_skills.py: their
     doc carries skills.LABEL), not model output: every place that lists code actions labels them."""
-    return [a.name for a in library.actions if a.name in library.active.values() and a.doc.startswith(skills.LABEL)]
+    in_use = set(action_set.active.values())
+    return [a.name for a in action_set.actions if a.name in in_use and a.doc.startswith(skills.LABEL)]
 
 
-def in_use_text(library: Library) -> str:
+def in_use_text(action_set: ActionSet) -> str:
     """The code actions in use for the log, each hand-written one labelled so (all at once when all are)."""
-    names, labelled = list(library.active.values()), set(hand_written(library))
+    names, labelled = list(action_set.active.values()), set(hand_written(action_set))
     if names and labelled == set(names):
         return ", ".join(names) + " (all hand-written, not LLM output)"
     return ", ".join(n + (" (hand-written, not LLM output)" if n in labelled else "") for n in names) or "none"

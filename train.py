@@ -44,7 +44,7 @@ import evidence as EV
 import ppo as P
 import report
 import run_dir as RD
-from code_actions import Library, evaluate, grow_actions, reuse_skill, run_program, whole_task_subaction
+from code_actions import ActionSet, evaluate, grow_actions, reuse_skill, run_program, whole_task_subaction
 from core import Mode, Plan, api_doc
 from critic import Feedback, rollback_if_worse
 from fast_agent import FastAgent
@@ -124,13 +124,13 @@ def parse_args(argv: list[str] | None = None) -> tuple[Args, P.PPOConfig, argpar
     return (*cli.parse(parser, argv, Args, P.PPOConfig), parser)
 
 
-def agents_phase(args: Args, run: Run, slow: SlowAgent, fast: FastAgent, library: Library, state: LoopState,
+def agents_phase(args: Args, run: Run, slow: SlowAgent, fast: FastAgent, action_set: ActionSet, state: LoopState,
                  doc: str) -> None:
     """Steps 1-2 of an iteration: (re)plan, then write every code sub-action not yet accepted."""
     k, it_dir = state.iteration, run.dir / f"iter_{state.iteration + 1}"  # as the log: [iter 1]
     (it_dir / "skills").mkdir(parents=True, exist_ok=True)
     feedback = Feedback.from_dict(state.feedback) if state.feedback else None
-    before = {"plan": state.plan, "active": dict(library.active)}  # a change the critic made is measured
+    before = {"plan": state.plan, "active": dict(action_set.active)}  # a change the critic made is measured
     if args.mode == Mode.CODE:
         subs = [whole_task_subaction(args)]
         plan = Plan(args.task, [], subs, {"shaping": {}, "mask_actions": []})
@@ -158,8 +158,8 @@ def agents_phase(args: Args, run: Run, slow: SlowAgent, fast: FastAgent, library
     for sub in subs:
         fix = feedback.fixes.get(sub.name) if feedback else None
         variant = feedback.variants.get(sub.name) if feedback else None
-        if sub.name in library.active and not fix and not variant:  # accepted, and the critic is happy with it
-            library.add(sub.name, library.current(sub.name), sub.initiation)  # (a new initiation: a new version)
+        if sub.name in action_set.active and not fix and not variant:  # accepted, and the critic is happy with it
+            action_set.add(sub.name, action_set.current(sub.name), sub.initiation)  # (a new initiation: a new version)
             continue
         if args.mode == Mode.CODE and run.llm is None:  # (every branch sets `action`)
             programs = whole_task if E.is_crafter(args.task) else minedojo_skills
@@ -175,29 +175,29 @@ def agents_phase(args: Args, run: Run, slow: SlowAgent, fast: FastAgent, library
             if run.llm is not None:
                 tqdm.write(f"[iter {k + 1}] asking the fast agent to write {sub.name!r} ...")
             examples = run.skill_library.related(f"{args.task} {sub.name} {sub.spec}") if run.skill_library else None
-            current = library.current(sub.name)
+            current = action_set.current(sub.name)
             action = fast.write(sub, doc, feedback=fix, examples=examples, current=current,
                                 stats=RD.last_code_stats(run, k).get(current.name) if current else None)
             RD.record_attempts(fast.last_attempts, it_dir, sub.name, k + 1)
         if action is None:
             saved = f" (attempts in {it_dir / 'attempts'})" if (it_dir / "attempts").is_dir() else ""
             tqdm.write(f"[iter {k + 1}] no working code for {sub.name!r}: it is left to RL{saved}")
-            library.active.pop(sub.name, None)
+            action_set.active.pop(sub.name, None)
             continue
-        action = library.add(sub.name, action, action.initiation if variant else sub.initiation)  # the variant's own
+        action = action_set.add(sub.name, action, action.initiation if variant else sub.initiation)  # the variant's own
         (it_dir / "skills" / f"{action.name}.py").write_text(action.source)
-    for name in [n for n in library.active if n not in {s.name for s in subs}]:
-        library.active.pop(name)  # the plan moved it to RL: masked from now on
-    if feedback is not None and (state.plan, library.active) != (before["plan"], before["active"]):
+    for name in [n for n in action_set.active if n not in {s.name for s in subs}]:
+        action_set.active.pop(name)  # the plan moved it to RL: masked from now on
+    if feedback is not None and (state.plan, action_set.active) != (before["plan"], before["active"]):
         state.before_change = before  # kept only if the next iteration is not worse (critic.rollback_if_worse)
     tqdm.write(f"[iter {k + 1}] plan: {len(plan.subactions)} sub-actions; code actions in use: "
-               f"{RD.in_use_text(library)}")
+               f"{RD.in_use_text(action_set)}")
 
 
-def train_iteration(args: Args, run: Run, ppo: P.PPO, library: Library, state: LoopState) -> None:
+def train_iteration(args: Args, run: Run, ppo: P.PPO, action_set: ActionSet, state: LoopState) -> None:
     """Steps 3-4 of an iteration: RL on this iteration's share of the budget, evaluation, the critic."""
     k, t0 = state.iteration, time.time()
-    n_base = ppo.agent.n_actions - len(library.actions)
+    n_base = ppo.agent.n_actions - len(action_set.actions)
     plan = Plan.from_dict(state.plan) if state.plan else None
     cu = CU.for_plan(state.curriculum, plan, args.total_steps - ppo.global_step, ppo.global_step) \
         if args.mode.uses_plan_config and E.is_crafter(args.task) else None  # the planner's chain
@@ -210,14 +210,14 @@ def train_iteration(args: Args, run: Run, ppo: P.PPO, library: Library, state: L
         if E.is_crafter(args.task):  # the sub-task's bonus; the iteration the stats rows name, 1-based as iter_1/
             envs.call("set_subtask", cu.current if cu else None)
             envs.set_attr("iteration", k + 1)
-        return library.mask(base_actions, rl_config.get("mask_actions", []))
+        return action_set.mask(base_actions, rl_config.get("mask_actions", []))
 
     mask = configure()
-    program = n_base + library.actions.index(library.current("solve_task")) \
-        if args.mode == Mode.CODE and "solve_task" in library.active else None
+    program = n_base + action_set.actions.index(action_set.current("solve_task")) \
+        if args.mode == Mode.CODE and "solve_task" in action_set.active else None
     start, target = args.total_steps * k // args.iterations, args.total_steps * (k + 1) // args.iterations
     progress, state.progress = state.progress, None
-    tally = IterationTally(run, library, progress, total=target - start,
+    tally = IterationTally(run, action_set, progress, total=target - start,
                            initial=min(target, ppo.global_step) - start, desc=f"iter {k + 1}/{args.iterations}")
     stats = tally.stats
 
@@ -234,7 +234,7 @@ def train_iteration(args: Args, run: Run, ppo: P.PPO, library: Library, state: L
         if step < target and step // args.checkpoint_every > run.checkpoint_mark:
             run.checkpoint_mark = step // args.checkpoint_every
             state.progress = tally.checkpoint()
-            save(run, ppo, library, state)
+            save(run, ppo, action_set, state)
             state.progress = None
         return configure() if moved else None  # the next sub-task's mask, shaping and bonus
 
@@ -249,19 +249,19 @@ def train_iteration(args: Args, run: Run, ppo: P.PPO, library: Library, state: L
     stats.gather()
     if run.rank:  # evaluation, the critic and the run directory are rank 0's
         return
-    RD.record_skills(run, library, stats, args.task, k + 1)
+    RD.record_skills(run, action_set, stats, args.task, k + 1)
     mask = configure() if cu is not None else mask  # the mask of the last sub-task trained
-    ev = evaluate(ppo.agent, args, library, mask, k, ppo.cfg.gamma, fixed_action=program)
+    ev = evaluate(ppo.agent, args, action_set, mask, k, ppo.cfg.gamma, fixed_action=program)
     critic_stats = EV.critic_stats(args, ppo.cfg.num_steps, k + 1, (start, ppo.global_step), tally, ev,
                                    RD.episode_rows(run, k + 1))
-    RD.record_iteration(run, state, critic_stats, ev, stats, library, CU.plan_rl_config(args.mode, state),
+    RD.record_iteration(run, state, critic_stats, ev, stats, action_set, CU.plan_rl_config(args.mode, state),
                         ppo.agent.n_actions, t0)
-    if why := rollback_if_worse(state, library):  # the critic's last change, measured
+    if why := rollback_if_worse(state, action_set):  # the critic's last change, measured
         tqdm.write(f"[iter {k + 1}] the critic's change: {why}")
     if args.mode == Mode.RL or k + 1 == args.iterations or state.rolled_back:
         return  # (after a rollback the critic's view of the dropped plan is moot: that plan trains again)
     frames = report.png_frames(ev["failed_frames"]) if args.vision else None
-    active = [a for a in library.actions if a.name in library.active.values()]
+    active = [a for a in action_set.actions if a.name in action_set.active.values()]
     try:
         if run.llm is not None:
             tqdm.write(f"[iter {k + 1}] asking the critic ...")
@@ -305,12 +305,12 @@ def main(argv: list[str] | None = None) -> int:
     if rank == 0 and args.mode == Mode.RLGPT:
         run.skill_library = RD.open_skill_library(args, api.__name__, doc)
     ppo = P.PPO(agent, cfg, device=device, total_steps=args.total_steps)
-    library = Library()
+    action_set = ActionSet()
     state = LoopState()
     episode_numbers = []
     if args.resume and (run_dir / "checkpoint.pt").is_file():
-        library, state, episode_numbers = RD.resume(run, ppo)
-    run.envs, run.envs_started = RD.make_train_envs(args, run, cfg, library, episode_numbers), False
+        action_set, state, episode_numbers = RD.resume(run, ppo)
+    run.envs, run.envs_started = RD.make_train_envs(args, run, cfg, action_set, episode_numbers), False
     run.checkpoint_mark = ppo.global_step // args.checkpoint_every
     if rank:  # each rank samples its own actions (a checkpoint holds rank 0's RNG state)
         P.seed_everything(args.seed + 1000 * rank + ppo.global_step)
@@ -322,19 +322,19 @@ def main(argv: list[str] | None = None) -> int:
             run.iteration = state.iteration
             if state.phase == "plan":
                 if args.mode.plans and rank == 0:
-                    agents_phase(args, run, slow, fast, library, state, doc)
+                    agents_phase(args, run, slow, fast, action_set, state, doc)
                 if world > 1:  # every rank gets rank 0's plan and code actions, in the same order
-                    state, actions, active = D.broadcast([state, [asdict(a) for a in library.actions],
-                                                          library.active])
-                    library = Library([E.CodeAction(**a) for a in actions], active)
-                old_mask = library.mask(base_actions, CU.plan_rl_config(args.mode, state).get("mask_actions", []))
-                grow_actions(ppo, run.envs, library, n_base, old_mask)
+                    state, actions, active = D.broadcast([state, [asdict(a) for a in action_set.actions],
+                                                          action_set.active])
+                    action_set = ActionSet([E.CodeAction(**a) for a in actions], active)
+                old_mask = action_set.mask(base_actions, CU.plan_rl_config(args.mode, state).get("mask_actions", []))
+                grow_actions(ppo, run.envs, action_set, n_base, old_mask)
                 state.phase = "train"
-                save(run, ppo, library, state)
-            train_iteration(args, run, ppo, library, state)
+                save(run, ppo, action_set, state)
+            train_iteration(args, run, ppo, action_set, state)
             state.iteration += 1
             state.phase = "plan"
-            save(run, ppo, library, state)
+            save(run, ppo, action_set, state)
         RD.write_unfinished(run)  # the episodes still going when the budget ran out
     except KeyboardInterrupt:
         print(f"\ninterrupted: resume with  python train.py --resume {run_dir}", file=sys.stderr)
@@ -344,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         RD.close(run)
     if world > 1:
-        RD.check_ranks_agree(run_dir, ppo, library, rank)
+        RD.check_ranks_agree(run_dir, ppo, action_set, rank)
         D.leave()
         if rank:
             return 0

@@ -46,7 +46,7 @@ class Mode:
         if mode == "rlgpt":
             plan = plans.reference_plan(task)
             actions = [dataclasses.replace(skills.skill_for(s["name"]), initiation=s.get("initiation", {}))
-                       for s in plan["subactions"] if s["how"] == "code"]  # as train.py's Library.add gives them
+                       for s in plan["subactions"] if s["how"] == "code"]  # as train.py's ActionSet.add gives them
             masked = plan["rl_config"]["mask_actions"]
         elif mode == "code":
             actions = [whole_task.whole_task_program(task)]

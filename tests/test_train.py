@@ -20,7 +20,7 @@ import env as E
 import ppo as P
 import run_dir as RD
 import train
-from code_actions import Library, grow_actions
+from code_actions import ActionSet, grow_actions
 from policy import Agent
 from run_state import Run
 from tests.fake_llm import FakeLLMServer, Fault, server_error
@@ -247,20 +247,20 @@ def test_runs_of_other_seeds_and_evaluation_play_other_worlds(seed_runs):
 
 
 def test_a_rewritten_code_action_starts_from_its_old_logit_row(tmp_path):
-    library = Library()
-    v1 = library.add("chop_tree", E.CHOP_TREE)
+    action_set = ActionSet()
+    v1 = action_set.add("chop_tree", E.CHOP_TREE)
     args = train.Args(task="collect_wood", num_envs=2)
     run = Run(args, tmp_path)
     cfg = P.PPOConfig()
-    run.envs = RD.make_train_envs(args, run, cfg, Library())
+    run.envs = RD.make_train_envs(args, run, cfg, ActionSet())
     agent = Agent(run.envs.single_observation_space, 17)
     ppo = P.PPO(agent, cfg)
-    grow_actions(ppo, run.envs, library, 17, library.mask(E.ACTIONS, []))
+    grow_actions(ppo, run.envs, action_set, 17, action_set.mask(E.ACTIONS, []))
     with torch.no_grad():
         agent.actor[-1].weight[17].normal_()  # what PPO learned about calling v1
-    v2 = library.add("chop_tree", E.CodeAction("chop_tree", E.CHOP_TREE.source.replace("30", "20")))
+    v2 = action_set.add("chop_tree", E.CodeAction("chop_tree", E.CHOP_TREE.source.replace("30", "20")))
     assert (v1.name, v2.name, v2.replaces) == ("chop_tree", "chop_tree_v2", "chop_tree")
-    grow_actions(ppo, run.envs, library, 17, library.mask(E.ACTIONS, []))
+    grow_actions(ppo, run.envs, action_set, 17, action_set.mask(E.ACTIONS, []))
     head = agent.actor[-1]
     assert agent.n_actions == 19 and run.envs.single_action_space.n == 19
     assert torch.equal(head.weight[18], head.weight[17]) and head.bias[18] == head.bias[17]
@@ -397,8 +397,8 @@ def test_a_resume_inside_an_iteration_keeps_what_the_iteration_had_counted(tmp_p
     success still counts every training episode that finished in it, before the stop and after."""
     real_save, stops = train.save, []
 
-    def save_then_stop(run, ppo, library, state):
-        real_save(run, ppo, library, state)
+    def save_then_stop(run, ppo, action_set, state):
+        real_save(run, ppo, action_set, state)
         if state.progress is not None and not stops:  # the first checkpoint inside the iteration
             stops.append(ppo.global_step)
             raise KeyboardInterrupt
