@@ -79,7 +79,7 @@ class SlowAgent:
         # whether the critic may choose reference/skills.py's hand-written variants: always without an LLM, in an LLM
         # run only when its user asked (train.py --hand-written)
         self.hand_written = llm is None if hand_written is None else hand_written
-        self.library: dict[str, str] = {}  # skill library: name -> one line; train.py fills it before plan()
+        self.catalogue: dict[str, str] = {}  # skill library: name -> one line; train.py fills it before plan()
         self.last_rejections: list[str] = []  # why each reply of the last plan()/critique() was rejected
 
     def plan(self, task: Task, env_doc: str, feedback: Feedback | None = None,
@@ -96,15 +96,15 @@ class SlowAgent:
             if _subtasks_rule(task) == SUBTASKS_LONG and not plan.subtasks:
                 raise ValueError(f"`{task.name}` has a long prerequisite chain: list the chain of "
                                  "sub-tasks in \"subtasks\" first")
-            unknown = [s.name for s in plan.subactions if s.reuse and s.name not in self.library]
+            unknown = [s.name for s in plan.subactions if s.reuse and s.name not in self.catalogue]
             if unknown:
                 raise ValueError(f"{unknown} say \"reuse\": true but are not in the skill library; reuse only "
-                                 f"{sorted(self.library) or 'nothing (this run has no skill library)'}, or leave "
+                                 f"{sorted(self.catalogue) or 'nothing (this run has no skill library)'}, or leave "
                                  "reuse out (a code sub-action that keeps its name keeps its accepted code)")
             return plan
 
-        messages = plan_messages(task, env_doc, feedback, previous, self.library)
-        return self._ask(messages, plan_schema(reuse=bool(self.library)), parse, "plan", max_tokens=2048)
+        messages = plan_messages(task, env_doc, feedback, previous, self.catalogue)
+        return self._ask(messages, plan_schema(reuse=bool(self.catalogue)), parse, "plan", max_tokens=2048)
 
     def critique(self, plan: Plan, code_actions: list[CodeAction], stats: dict,
                  frames: list[bytes] | None = None) -> Feedback:
@@ -163,7 +163,7 @@ class SlowAgent:
 # The messages: prompts/ filled in with the task and the run's numbers.
 
 def plan_messages(task: Task, env_doc: str, feedback: Feedback | None = None,
-                  previous: Plan | None = None, library: dict[str, str] | None = None) -> list[dict]:
+                  previous: Plan | None = None, catalogue: dict[str, str] | None = None) -> list[dict]:
     """The planner's messages (prompts/planner.py), filled in; `python slow_agent.py --task T` prints them."""
     rule = _subtasks_rule(task)
     if rule in (SUBTASKS_LONG, SUBTASKS_BENCHMARK):
@@ -175,8 +175,8 @@ def plan_messages(task: Task, env_doc: str, feedback: Feedback | None = None,
         milestones=", ".join(task.milestones) or "none",
         lo=SHAPING_RANGE[0], hi=SHAPING_RANGE[1], items=", ".join(task.items),
         initiation=(INITIATION_VIEW if task.cells else INITIATION_INVENTORY).format(cells=", ".join(task.cells)))
-    if library:
-        text += LIBRARY_NOTE.format(skills="\n".join(f"- {name}: {line}" for name, line in library.items()))
+    if catalogue:
+        text += LIBRARY_NOTE.format(skills="\n".join(f"- {name}: {line}" for name, line in catalogue.items()))
     if feedback is not None:
         moved = {n: "rl" for n in feedback.to_rl} | {n: "code" for n in feedback.to_code}
         text += REPLAN_PROMPT.format(previous=_plan_text(previous, moved) if previous else "(not kept)",

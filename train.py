@@ -137,7 +137,7 @@ def agents_phase(args: Args, run: Run, slow: SlowAgent, fast: FastAgent, action_
     else:
         previous = Plan.from_dict(state.plan) if state.plan else None
         if run.skill_library is not None:  # read again every iteration: other runs may have added skills
-            slow.library = run.skill_library.catalogue(args.task, hand_written=slow.hand_written)
+            slow.catalogue = run.skill_library.catalogue(args.task, hand_written=slow.hand_written)
         try:
             if state.rolled_back:  # the critic's change was rolled back: train that plan again
                 state.rolled_back, plan = False, previous

@@ -168,7 +168,7 @@ def test_reuse_is_offered_only_with_a_skill_library_and_keeping_a_name_is_the_wa
     repair = srv.requests[1].json["messages"][-1]["content"]
     assert "this run has no skill library" in repair and "keeps its name keeps its accepted code" in repair
     agent = SlowAgent(None)
-    agent.llm, agent.library = None, {"chop_tree": "Chop a tree."}
+    agent.llm, agent.catalogue = None, {"chop_tree": "Chop a tree."}
     with FakeLLMServer([json.dumps(reused)]) as srv:
         agent.llm = client(srv)
         assert agent.plan(get_task("collect_wood"), DOC).subactions[1].reuse

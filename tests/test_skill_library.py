@@ -118,7 +118,7 @@ def test_the_plan_may_reuse_only_skills_the_library_holds():
     good = dict(agent_plan, subactions=[dict(agent_plan["subactions"][0], name="chop_tree")])
     with FakeLLMServer([json.dumps(agent_plan), json.dumps(good)]) as srv:
         slow = SlowAgent(LLMClient(srv.url, "fake", max_retries=0, sleep=lambda s: None))
-        slow.library = {"chop_tree": "Walk to the nearest visible tree and chop it once (hand-written)."}
+        slow.catalogue = {"chop_tree": "Walk to the nearest visible tree and chop it once (hand-written)."}
         plan = slow.plan(get_task("collect_wood"), DOC)
     first = srv.requests[0].json["messages"][1]["content"]
     assert "- chop_tree: Walk to the nearest visible tree" in first and '"reuse": true' in first
