@@ -2,7 +2,7 @@
 change is kept.
 
 `Feedback` is the critic's decision. It comes from an LLM (its prompt and reply schema in prompts/critic.py)
-or from `rule_based_critique`, the library backend's critic (hand-written rules, labelled as such). Both go
+or from `rule_based_critique`, the reference backend's critic (hand-written rules, labelled as such). Both go
 through the same steps: `Feedback.from_dict` (also how a run directory stores it), `check_feedback`
 (names and variants against the plan) and `apply_feedback` (the new Plan). Changes to code (a
 variant to swap in, a fix for the code writer) stay in the Feedback: they are not part of a Plan.
@@ -183,7 +183,7 @@ def rollback_if_worse(state: LoopState, action_set) -> str | None:
 
 
 # ----------------------------------------------------------------------------------------------
-# The library backend's critic: hand-written rules over the statistics an LLM critic sees.
+# The reference backend's critic: hand-written rules over the statistics an LLM critic sees.
 
 MIN_CALLS = 10  # fewer calls than this say too little about a code action
 ERROR_SHARE = 0.1  # code failing (raising, running out of budget) this often is broken: fix, swap or drop it

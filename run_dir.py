@@ -83,18 +83,18 @@ def open_run(args, cfg: P.PPOConfig, parser, rank: int, world: int, device: str)
 
 
 def make_llm(args, run_dir: Path):
-    """The agents' backend (None = the hand-written library) and a sentence saying why it was chosen."""
+    """The agents' backend (None = the reference backend, no LLM) and a sentence saying why it was chosen."""
     kind = args.llm
     if args.mode == Mode.RL:
         return None, None, "no LLM: --mode rl is plain PPO"
     if kind == "auto":
         url = args.llm_url or configured_endpoint()
-        kind = "http" if url else "library"
+        kind = "http" if url else "reference"
         why = f"an endpoint is configured ({url})" if url else "no endpoint is configured (set RLGPT_LLM_URL)"
         print(f"LLM backend: {kind} (auto: {why})")
     transcript = run_dir / "llm_transcript.jsonl"
-    if kind == "library":
-        return None, None, "library: hand-written reference skills and plans (no LLM)"
+    if kind == "reference":
+        return None, None, "reference: hand-written reference skills and plans (no LLM)"
     if kind.startswith("replay:"):
         return ReplayClient(kind[7:]), None, f"replay of {kind[7:]}"
     server = None

@@ -6,7 +6,7 @@ agent to write, or "rl" to be left to PPO) plus a small RL configuration; after 
 `plan()` gets that feedback with the previous plan. Replies are JSON checked by a schema and then by
 `Plan.from_dict`; every rejection goes back to the model with the exact error, a few times at most.
 
-With `llm=None` the agent is the hand-written library backend: the plan is `plans.reference_plan`
+With `llm=None` the agent is the reference backend: the plan is `plans.reference_plan`
 (`minedojo_skills.reference_plan` for a MineDojo task) and the critic is the rule-based one of
 critic.py. Nothing there is LLM output, and it says so. The critic's Feedback, its checks and how it
 changes a plan live in critic.py, for both backends.
@@ -72,7 +72,7 @@ class AgentError(Exception):
 # The agent.
 
 class SlowAgent:
-    """Planner and critic. `llm` is an LLMClient/ReplayClient, or None for the hand-written library."""
+    """Planner and critic. `llm` is an LLMClient/ReplayClient, or None for the reference backend (no LLM)."""
 
     def __init__(self, llm=None, *, max_repairs: int = 2, hand_written: bool | None = None):
         self.llm, self.max_repairs = llm, max_repairs
@@ -89,7 +89,7 @@ class SlowAgent:
         if feedback is not None and previous is not None:
             previous = apply_feedback(previous, feedback)
         if self.llm is None:
-            return self._library_plan(task, feedback, previous)
+            return self._reference_plan(task, feedback, previous)
 
         def parse(data: dict) -> Plan:
             plan = Plan.from_dict({**data, "task": task.name}, task)
@@ -143,7 +143,7 @@ class SlowAgent:
         raise AgentError(f"the slow agent's {what} was still invalid after {self.max_repairs} "
                          f"repair(s); last problem: {problem}{began}")
 
-    def _library_plan(self, task: Task, feedback: Feedback | None, previous: Plan | None) -> Plan:
+    def _reference_plan(self, task: Task, feedback: Feedback | None, previous: Plan | None) -> Plan:
         """The hand-written reference plan; a re-plan is the previous plan with the critic's decisions applied."""
         try:
             reference = (plans if is_crafter(task.name) else minedojo_skills).reference_plan(task.name)

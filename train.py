@@ -64,7 +64,7 @@ class Args:
     """rlgpt: code actions + PPO | rl: plain PPO, no LLM | rl+config: plain PPO with the plan's action mask
     and reward shaping, no code actions | code: one program for the whole task, no RL"""
     llm: str = "auto"
-    """http | local | library | replay:<transcript.jsonl> | auto (http if an endpoint is set, else library)"""
+    """http | local | reference | replay:<transcript.jsonl> | auto (http if an endpoint is set, else reference)"""
     llm_url: str | None = None
     """OpenAI-compatible base URL (default: $RLGPT_LLM_URL or $OPENAI_BASE_URL); the key is read only
     from $OPENAI_API_KEY"""

@@ -205,7 +205,7 @@ def command_for(cell: Cell, run_dir: Path, extra: list[str]) -> list[str]:
     """The train.py command that starts `cell`, or continues its unfinished run."""
     if (run_dir / "config.json").is_file():
         return [sys.executable, str(ROOT / "train.py"), "--resume", str(run_dir)]
-    llm = [] if cell.mode == "rl" else ["--llm", "library"]  # rl+config needs the plan, code the program
+    llm = [] if cell.mode == "rl" else ["--llm", "reference"]  # rl+config needs the plan, code the program
     # rlgpt-1iter's --iterations 1 comes last: nothing in `extra` (--quick's --iterations 2) may undo it
     mode, defining = ("rlgpt", ["--iterations", "1"]) if cell.mode == "rlgpt-1iter" else (cell.mode, [])
     # --skills none: no skill library shared between cells, so no cell (or seed) reuses another's skills

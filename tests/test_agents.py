@@ -1,4 +1,4 @@
-"""The slow agent (planner and critic) driven through a scripted HTTP LLM server, and the library backends
+"""The slow agent (planner and critic) driven through a scripted HTTP LLM server, and the reference backends
 of both agents (tests/test_fast_agent.py drives the fast agent).
 
     python -m pytest -q tests/test_agents.py
@@ -288,10 +288,10 @@ def test_rule_based_critic_flags_failing_unused_and_missing_code():
 
 
 # ----------------------------------------------------------------------------------------------
-# Library backends: no LLM anywhere.
+# Reference backends: no LLM anywhere.
 
 
-def test_library_slow_agent_plans_every_task():
+def test_reference_slow_agent_plans_every_task():
     for name, task in TASKS.items():
         plan = SlowAgent(None).plan(task, DOC)
         assert plan.task == name and plan.subactions
@@ -303,7 +303,7 @@ def test_library_slow_agent_plans_every_task():
             assert replanned.subactions[plan.subactions.index(plan.code_subactions[0])].how == "rl"
 
 
-def test_library_fast_agent_returns_checked_skills(monkeypatch):
+def test_reference_fast_agent_returns_checked_skills(monkeypatch):
     agent = FastAgent(None)
     for name, skill in skills.SKILLS.items():
         assert agent.write(SubAction(name, "code", ""), DOC) is skill, (name, agent.last_attempts)

@@ -445,7 +445,7 @@ def test_a_hand_written_skill_from_the_skill_library_is_reused_only_where_allowe
     assert reuse_skill(FakeSkillLibrary(), "chop_tree", None, 1, hand_written=False) is None
 
 
-def test_the_planner_of_an_llm_run_is_offered_no_hand_written_skill_from_the_library(tmp_path):
+def test_the_planner_of_an_llm_run_is_offered_no_hand_written_skill_from_the_skill_library(tmp_path):
     library = SkillLibrary(tmp_path, "crafter")
     library.seed()  # the reference skills, origin hand-written
     assert "chop_tree" in library.catalogue("collect_wood")

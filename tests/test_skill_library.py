@@ -279,5 +279,5 @@ def test_skills_flag_default_none_and_bad_path(tmp_path, capsys):
     afile = tmp_path / "afile"
     afile.write_text("")
     with pytest.raises(SystemExit) as e:
-        train.main(["--skills", str(afile), "--runs-dir", str(tmp_path / "runs"), "--llm", "library"])
+        train.main(["--skills", str(afile), "--runs-dir", str(tmp_path / "runs"), "--llm", "reference"])
     assert e.value.code == 2 and "cannot use it as the skill library directory" in capsys.readouterr().err

@@ -130,8 +130,8 @@ def test_replay_reproduces_plans_and_code(e2e, tmp_path):
 
 
 @pytest.mark.parametrize("mode", ["rl", "rl+config", "code", "rlgpt"])
-def test_smoke_modes_on_the_library_backend(mode, tmp_path):
-    rc = train.main(TINY + ["--mode", mode, "--llm", "library", "--iterations", "1", "--total-steps", "300",
+def test_smoke_modes_on_the_reference_backend(mode, tmp_path):
+    rc = train.main(TINY + ["--mode", mode, "--llm", "reference", "--iterations", "1", "--total-steps", "300",
                             "--runs-dir", str(tmp_path)])
     assert rc == 0
     d = run_dir(tmp_path)
@@ -157,7 +157,7 @@ def test_smoke_modes_on_the_library_backend(mode, tmp_path):
 
 
 def test_resume_after_sigkill_finishes_the_budget(tmp_path):
-    args = [sys.executable, "train.py", *TINY, "--llm", "library", "--iterations", "2", "--total-steps", "1200",
+    args = [sys.executable, "train.py", *TINY, "--llm", "reference", "--iterations", "2", "--total-steps", "1200",
             "--runs-dir", str(tmp_path), "--run-name", "r"]
     proc = subprocess.Popen(args, cwd=Path(train.__file__).parent, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, env=dict(os.environ, PYTHONUNBUFFERED="1"))
@@ -335,6 +335,10 @@ def test_resume_refuses_an_old_config_and_a_bigger_budget_for_a_finished_run(tmp
     args, cfg, parser = train.parse_args(argv)
     assert cli.resumed_args(args, cfg, argv, parser)[0].total_steps == 900
     saved = json.loads((d / "config.json").read_text())
+    (d / "config.json").write_text(json.dumps({**saved, "args": {**saved["args"], "llm": "library"}}))
+    args, cfg = cli.resumed_args(args, cfg, argv, parser)  # a run made when the reference backend was spelt "library"
+    cli.validate(args, cfg, parser)
+    assert args.llm == "reference"
     saved["ppo"]["seed"] = 1  # a config.json of an older train.py (PPOConfig had a seed then)
     (d / "config.json").write_text(json.dumps(saved))
     args, cfg, parser = train.parse_args(["--resume", str(d)])
