@@ -86,7 +86,7 @@ class PrimitiveAPI:
     object and the counters cannot be reached or changed from a code action.
 
     The macro action's return: `_reward` is the semi-MDP return sum_i gamma**i * r_i of the k steps
-    taken, which CodeActions hands to PPO as the transition's reward (PPO then discounts the next
+    taken, which CodeActionWrapper hands to PPO as the transition's reward (PPO then discounts the next
     value by gamma**k, see ppo.compute_gae); `_earned` is the plain sum, what the critic reads.
     """
 

@@ -67,7 +67,7 @@ def api_for(task: str) -> type[PrimitiveAPI]:
 # Code actions: each accepted function becomes one more discrete action (a macro action).
 
 
-class CodeActions(gym.Wrapper):
+class CodeActionWrapper(gym.Wrapper):
     """Appends K code actions to the action space: action `n_base + k` runs code action k once.
 
     A code action with an initiation condition may start only where it holds: info["action_mask"] (after
@@ -162,13 +162,13 @@ def _stop_reason(stopped: str | None) -> str:
 def make_env(task: str, seed: int | None = None, *, code_actions=(), max_macro_steps: int = 64,
              gamma: float = 1.0, crafter_impl: str = "fast", **options) -> gym.Env:
     """A task env with code actions appended (none by default). `minedojo:<task_id>` uses MineDojo.
-    `gamma` discounts the rewards inside a code action (see CodeActions); `crafter_impl` (fast |
+    `gamma` discounts the rewards inside a code action (see CodeActionWrapper); `crafter_impl` (fast |
     original) picks the Crafter implementation and means nothing to MineDojo."""
     if is_crafter(task):
         env = CrafterEnv(task, seed=seed, crafter_impl=crafter_impl, **options)
     else:  # the `minedojo` package is imported only here: MineDojo needs gym 0.21 and JDK 8, Crafter neither
         env = minedojo_env.MineDojoEnv(task.removeprefix(minedojo_env.PREFIX), seed=seed, **options)
-    return CodeActions(env, code_actions, max_macro_steps, gamma=gamma)
+    return CodeActionWrapper(env, code_actions, max_macro_steps, gamma=gamma)
 
 
 def make_vec_env(task: str, num_envs: int, *, code_actions=(), async_: bool = False, seed: int = 0,

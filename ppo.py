@@ -4,7 +4,7 @@ This is the RL half of RL-GPT: the policy picks among the 17 Crafter primitives 
 code actions (macro actions that run k primitive steps). Everything follows the PPO details of
 Huang et al. ("The 37 implementation details of PPO") with three additions:
   * semi-MDP returns (compute_gae): a transition of k primitive steps brings the env's discounted reward sum gamma^i r_i
-    (env.CodeActions computes it); its bootstrap is discounted by gamma^k, its GAE trace by (gamma * lambda)^k,
+    (env.CodeActionWrapper computes it); its bootstrap is discounted by gamma^k, its GAE trace by (gamma * lambda)^k,
   * truncated episodes bootstrap from V(final_obs) instead of being treated as terminal,
   * `Agent.extend(k)` (policy.py, the network) adds k logits without changing the old ones; PPO pads the Adam moments.
 
@@ -109,7 +109,7 @@ def _as_mask(action_mask: np.ndarray | None, n_env: int, n_act: int, dev: torch.
 
 
 def _call(envs: gym.vector.VectorEnv, name: str) -> tuple:
-    """envs.call(name), or (None,) for envs that lack it (a plain env without env.CodeActions)."""
+    """envs.call(name), or (None,) for envs that lack it (a plain env without env.CodeActionWrapper)."""
     try:
         return envs.call(name)
     except AttributeError:
@@ -117,7 +117,7 @@ def _call(envs: gym.vector.VectorEnv, name: str) -> tuple:
 
 
 def _env_mask(per_env: list | tuple, dev: torch.device) -> torch.Tensor | None:
-    """The envs' own action masks ((n_env, n_act): CodeActions.action_mask, stacked) or None where the envs
+    """The envs' own action masks ((n_env, n_act): CodeActionWrapper.action_mask, stacked) or None where the envs
     have none (no code action with an initiation): from envs.call("action_mask") or a step's infos."""
     if any(m is None for m in per_env):
         return None

@@ -418,14 +418,14 @@ def test_prompts_name_minecraft_and_show_a_minedojo_example(fake):
 
 @pytest.fixture
 def taken(monkeypatch):
-    """Every action index the run's CodeActions envs were given (base actions and code actions)."""
-    seen, step = [], env.CodeActions.step
+    """Every action index the run's CodeActionWrapper envs were given (base actions and code actions)."""
+    seen, step = [], env.CodeActionWrapper.step
 
     def spy(self, action):
         seen.append(int(action))
         return step(self, action)
 
-    monkeypatch.setattr(env.CodeActions, "step", spy)
+    monkeypatch.setattr(env.CodeActionWrapper, "step", spy)
     return seen
 
 

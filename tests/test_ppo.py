@@ -128,13 +128,13 @@ class ScriptedAPI(PrimitiveAPI):
 
 class ScriptedEnv(gym.Env):
     """Known rewards: primitive step j of an episode (j = 0, 1, ...) pays 1 + j; episodes terminate after
-    EP_LEN primitive steps. Code actions (through env.CodeActions) run against ScriptedAPI."""
+    EP_LEN primitive steps. Code actions (through env.CodeActionWrapper) run against ScriptedAPI."""
 
     EP_LEN = 10
 
     def __init__(self):
         self.observation_space = gym.spaces.Box(0.0, 1.0, (2,), np.float32)
-        self.action_space = gym.spaces.Discrete(1)  # one primitive action; CodeActions adds action 1
+        self.action_space = gym.spaces.Discrete(1)  # one primitive action; CodeActionWrapper adds action 1
 
     def _obs(self):
         return np.array([self.j / self.EP_LEN, 1.0], dtype=np.float32)
@@ -162,7 +162,7 @@ def test_semi_mdp_returns_and_advantages_match_a_hand_computation(monkeypatch):
     is checked on hand-computed numbers in test_gae_hand_computed.)"""
     g, c, T = 0.9, 0.25, 12
     wait3 = E.CodeAction("wait3", "def wait3(api):\n    api.wait(3)\n    return True\n")
-    envs = gym.vector.SyncVectorEnv([lambda: E.CodeActions(ScriptedEnv(), [wait3], gamma=g) for _ in range(2)],
+    envs = gym.vector.SyncVectorEnv([lambda: E.CodeActionWrapper(ScriptedEnv(), [wait3], gamma=g) for _ in range(2)],
                                     autoreset_mode=SAME_STEP)
     seed_everything(6)
     agent = Agent(envs.single_observation_space, 2)
@@ -393,7 +393,7 @@ def test_masked_actions_never_sampled_and_get_no_gradient():
 
 class GatedToyEnv(ToyEnv):
     """ToyEnv whose action 2 may start only on even decisions of an episode (a code action's initiation
-    condition, as env.CodeActions reports it: action_mask() and info["action_mask"] after reset and step).
+    condition, as env.CodeActionWrapper reports it: action_mask() and info["action_mask"] after reset and step).
     It counts each action by whether its state allowed it."""
 
     def action_mask(self):
