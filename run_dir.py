@@ -310,14 +310,15 @@ def record_skills(run: Run, action_set: ActionSet, stats: CodeStats, task: str, 
         tqdm.write(f"[iter {iteration}] warning: the skill library could not be written ({e}); the run goes on")
 
 
-def last_code_stats(run: Run, k: int) -> dict:
-    """Each code action's row of the last stats.json, {} before any: a rewrite sees what its code did."""
-    path = run.dir / f"iter_{k}" / "stats.json"
+def last_code_stats(run: Run, it: int) -> dict:
+    """Each code action's row of the last stats.json, {} before any: a rewrite sees what its code did. `it` is
+    the iteration now (0-based), so iter_<it>/ (the directories count from 1) is the one before it."""
+    path = run.dir / f"iter_{it}" / "stats.json"
     return json.loads(path.read_text()).get("code_actions", {}) if path.is_file() else {}
 
 
 def record_attempts(attempts: list, it_dir: Path, name: str, iteration: int) -> None:
-    """The fast agent's attempts at one sub-action: each in iter_<k>/attempts/, one line per failed one."""
+    """The fast agent's attempts at one sub-action: each in <it_dir>/attempts/, one line per failed one."""
     save_attempts(attempts, it_dir / "attempts", name)
     for n, a in enumerate(attempts, 1):
         if a.error:
@@ -329,20 +330,20 @@ def record_iteration(run: Run, state: LoopState, critic_stats: dict, ev: dict, s
     """Rank 0, after an iteration's evaluation (`ev`): eval.jsonl, the eval and code-action metrics, the eval
     GIF, stats.json (what the critic reads), the iteration's row of the run's history (summary.md and the
     ablation tables are made from it; wall_s counts from `t0`), and one line for the user."""
-    k, step = critic_stats["iteration"], critic_stats["env_steps"]
+    iteration, step = critic_stats["iteration"], critic_stats["env_steps"]  # iteration: 1-based, as iter_1/
     write_rows(run.dir / "eval.jsonl", ev["rows"])
     log_metrics(run, {"eval/success_rate": ev["success_rate"], "eval/episodic_length": ev["mean_length"],
                       "eval/episodic_return": ev["mean_return"]}, step)
     for name, row in stats.summary().items():
         log_metrics(run, {f"code/{name}/share": row["share"], f"code/{name}/success_rate": row["success_rate"]},
                     step)
-    it_dir = run.dir / f"iter_{k}"
+    it_dir = run.dir / f"iter_{iteration}"
     it_dir.mkdir(exist_ok=True)
     if run.args.capture_video and ev["frames"]:
         report.write_gif(it_dir / "eval.gif", ev["frames"])
     (it_dir / "stats.json").write_text(json.dumps(critic_stats, indent=2))
     train_success, n_train = critic_stats["success_rate"], critic_stats["success_episodes"]
-    state.history.append({"iteration": k, "env_steps": step,
+    state.history.append({"iteration": iteration, "env_steps": step,
                              "train_success": train_success, "train_episodes": n_train,
                              "eval_success": ev["success_rate"],
                              "eval_length": ev["mean_length"], "eval_env_steps": ev["env_steps"],
@@ -355,7 +356,7 @@ def record_iteration(run: Run, state: LoopState, critic_stats: dict, ev: dict, s
                              "n_actions": n_actions, "curriculum": _curriculum_row(state.curriculum),
                              "wall_s": round(time.time() - t0, 1)})
     shown = "-" if train_success is None else f"{train_success:.2f}"
-    tqdm.write(f"[iter {k}] env steps {step}: train success {shown} (n={n_train}), "
+    tqdm.write(f"[iter {iteration}] env steps {step}: train success {shown} (n={n_train}), "
                f"eval success {ev['success_rate']:.2f} (n={critic_stats['eval_episodes']})")
 
 
@@ -396,10 +397,10 @@ def episode_rows(run: Run, iteration: int) -> list[dict]:
     return [r for r in report.read_jsonl(path) if r.get("iteration") == iteration] if path.is_file() else []
 
 
-def log_rejections(k: int, what: str, slow) -> None:
+def log_rejections(it: int, what: str, slow) -> None:
     """One line per reply the slow agent rejected, in the user's words (the model got its own)."""
     for n, problem in enumerate(slow.last_rejections, 1):
-        tqdm.write(f"[iter {k + 1}] {what} reply {n} rejected: {problem[:200]}")
+        tqdm.write(f"[iter {it + 1}] {what} reply {n} rejected: {problem[:200]}")
 
 
 def llm_failed(run_dir: Path, error: Exception) -> int:

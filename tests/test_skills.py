@@ -174,8 +174,8 @@ def _build_stations(world, stand, target: str, rng) -> bool:
 
 def run_skill(env, skill: str):
     """Run the code action through CodeActionWrapper (sandbox + step budget), as the RL agent would."""
-    k = list(SKILLS).index(skill)
-    _, _, _, _, info = env.step(len(ACTIONS) + k)
+    index = list(SKILLS).index(skill)
+    _, _, _, _, info = env.step(len(ACTIONS) + index)
     return info
 
 
