@@ -25,7 +25,7 @@ from core import Mode
 from envs import minedojo_env
 from llm import LLMError, configured_endpoint, validate_url
 
-MODES, BACKENDS = tuple(m.value for m in Mode), ("auto", "http", "local", "library")
+MODES, BACKENDS = tuple(m.value for m in Mode), ("auto", "http", "local", "reference")
 # What --resume may change: where the LLM is and the budget; everything else shapes the saved state.
 RESUMABLE = {"llm", "llm_url", "llm_model", "vision", "iterations", "total_steps", "device", "threads",
              "eval_episodes", "checkpoint_every", "capture_video", "track", "resume"}
@@ -111,6 +111,8 @@ def resumed_args(args, cfg: P.PPOConfig, argv: list[str] | None,
 
 def validate(args, cfg: P.PPOConfig, parser: argparse.ArgumentParser) -> None:
     """Bad input ends here with exit code 2 and a sentence, never with a traceback later."""
+    if args.llm == "library":  # the old spelling of --llm reference, as given or in a saved run's config.json
+        args.llm = "reference"
     if cfg.precision not in P.PRECISIONS:
         parser.error(f"--precision must be one of {P.PRECISIONS}, not {cfg.precision!r}")
     if args.mode not in MODES:
@@ -154,9 +156,9 @@ def validate(args, cfg: P.PPOConfig, parser: argparse.ArgumentParser) -> None:
             E.make_env(args.task).close()
         except (ImportError, ValueError) as e:  # ValueError: a task id MineDojo does not know
             parser.error(str(e))
-        library = args.llm == "library" or (args.llm == "auto" and not url)
-        if args.mode != Mode.RL and library and args.task not in minedojo_env.TASKS:
-            parser.error(f"--llm library: hand-written skills exist only for {', '.join(minedojo_env.TASKS)}; "
+        reference = args.llm == "reference" or (args.llm == "auto" and not url)
+        if args.mode != Mode.RL and reference and args.task not in minedojo_env.TASKS:
+            parser.error(f"--llm reference: hand-written skills exist only for {', '.join(minedojo_env.TASKS)}; "
                          f"{args.task} needs an LLM (--llm http) or --mode rl")
     else:
         try:

@@ -1,7 +1,7 @@
-"""The run's code actions outside PPO: the append-only list of them (Library), what the critic reads about
+"""The run's code actions outside PPO: the append-only list of them (ActionSet), what the critic reads about
 each (CodeStats), evaluation episodes with them, and --mode code's one whole-task program.
 
-Library and CodeStats go together (the statistics are keyed by the library's action names); evaluate and
+ActionSet and CodeStats go together (the statistics are keyed by the action set's action names); evaluate and
 run_program are the two places that play the policy (or the one program) over these actions without PPO
 training, so they sit next to them and train.py keeps only the loop that calls them.
 """
@@ -29,7 +29,7 @@ from run_state import Run
 
 
 @dataclass
-class Library:
+class ActionSet:
     actions: list[E.CodeAction] = field(default_factory=list)
     active: dict[str, str] = field(default_factory=dict)  # sub-action name -> code action name in use
 
@@ -65,7 +65,7 @@ class Library:
 
 def reuse_skill(skill_library, name: str, check, iteration: int, hand_written: bool) -> E.CodeAction | None:
     """The plan said "reuse": the skill library's best version of `name`, through `check` (the fast agent's
-    sandbox check and dry run, as for new code); None if it fails them, no library is in use, or it is
+    sandbox check and dry run, as for new code); None if it fails them, no skill library is in use, or it is
     hand-written and `hand_written` does not allow that (then the fast agent writes the sub-action after all)."""
     if skill_library is None:
         return None
@@ -87,8 +87,8 @@ class CodeStats:
     """What the critic reads about each code action (how often chosen, how often it worked, its cost) and
     about the training episodes that finished meanwhile: (env steps, success) of each, for evidence.py."""
 
-    def __init__(self, library: Library):
-        self.library, self.decisions = library, 0
+    def __init__(self, action_set: ActionSet):
+        self.action_set, self.decisions = action_set, 0
         self.rows: dict[str, dict] = {}
         self.episodes: list[tuple[int, bool]] = []
 
@@ -101,7 +101,7 @@ class CodeStats:
         which, ok, steps, reward, err = (P.step_info(infos, k, d, n) for k, d in (
             ("code_action", -1), ("code_ok", False), ("prim_steps", 1), ("code_reward", 0.0), ("code_error", "")))
         for i in np.flatnonzero(which >= 0):
-            row = self._row(self.library.actions[int(which[i])].name)
+            row = self._row(self.action_set.actions[int(which[i])].name)
             row["chosen"] += 1
             row["ok"] += bool(ok[i])
             row["steps"] += int(steps[i])
@@ -138,7 +138,7 @@ class CodeStats:
     def summary(self) -> dict:
         """Per code action chosen: the rates the critic reads, and whether it is hand-written (skills.LABEL),
         so stats.json and the result files made from it say so."""
-        hand = {a.name for a in self.library.actions if a.doc.startswith(skills.LABEL)}
+        hand = {a.name for a in self.action_set.actions if a.doc.startswith(skills.LABEL)}
         return {name: {"chosen": r["chosen"], "share": round(r["chosen"] / max(1, self.decisions), 4),
                        "success_rate": round(r["ok"] / r["chosen"], 3),
                        "mean_steps": round(r["steps"] / r["chosen"], 2),
@@ -151,13 +151,13 @@ class CodeStats:
 # Evaluation and the whole-task program of --mode code.
 
 
-def evaluate(agent: Agent, args, library: Library, mask: np.ndarray, iteration: int, gamma: float,
+def evaluate(agent: Agent, args, action_set: ActionSet, mask: np.ndarray, iteration: int, gamma: float,
              fixed_action: int | None = None) -> dict:
     """Fresh worlds from the evaluation seed stream (training never plays them), the sampled policy;
     returns Crafter rows of the episodes, the frames of the first episode (for the GIF) and of the
     first failed one (for a vision critic)."""
     options = {"stream": E.EVAL, "index": iteration} if E.is_crafter(args.task) else {}
-    env = E.make_env(args.task, args.seed, code_actions=library.actions, max_macro_steps=args.max_macro_steps,
+    env = E.make_env(args.task, args.seed, code_actions=action_set.actions, max_macro_steps=args.max_macro_steps,
                      gamma=gamma, crafter_impl=args.crafter_impl, **options)
     env.unwrapped.frames = []
     env.unwrapped.iteration = iteration + 1  # 1-based, as iter_1/ and the log
@@ -234,17 +234,17 @@ def whole_task_subaction(args) -> SubAction:
              "explore when nothing useful is visible), then returns: True if it made progress, else False.")
 
 
-def grow_actions(ppo: P.PPO, envs, library: Library, n_base: int, mask: np.ndarray) -> None:
+def grow_actions(ppo: P.PPO, envs, action_set: ActionSet, n_base: int, mask: np.ndarray) -> None:
     """New code actions join the agent (Agent.extend) and the run's envs (in place, no reset). A rewrite
     (v2) starts from the logit row of the version it replaces; a new action's prior is taken over the
-    actions `mask` (this iteration's, over every action the library holds) allows."""
+    actions `mask` (this iteration's, over every action the action set holds) allows."""
     agent = ppo.agent
-    grow = n_base + len(library.actions) - agent.n_actions
+    grow = n_base + len(action_set.actions) - agent.n_actions
     if grow <= 0:
         return
-    names = [a.name for a in library.actions]
+    names = [a.name for a in action_set.actions]
     copy_from = [n_base + names.index(a.replaces) if a.replaces in names else None
-                 for a in library.actions[-grow:]]
+                 for a in action_set.actions[-grow:]]
     agent.extend(grow, prior=ppo.cfg.new_action_prior, obs=ppo.next_obs, mask=mask[:agent.n_actions],
                  copy_from=copy_from)
-    E.set_vec_code_actions(envs, library.actions)
+    E.set_vec_code_actions(envs, action_set.actions)

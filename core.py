@@ -85,9 +85,9 @@ class PrimitiveAPI:
     Everything underscored is invisible to model code (the sandbox rejects `_` names), so the env
     object and the counters cannot be reached or changed from a code action.
 
-    The macro action's return: `_reward` is the semi-MDP return sum_i gamma**i * r_i of the k steps
-    taken, which CodeActions hands to PPO as the transition's reward (PPO then discounts the next
-    value by gamma**k, see ppo.compute_gae); `_earned` is the plain sum, what the critic reads.
+    The macro action's return: `_reward` is the semi-MDP return sum_i gamma**i * r_i over the `_steps`
+    env steps taken, which CodeActionWrapper hands to PPO as the transition's reward (PPO then discounts the next
+    value by gamma**_steps, see ppo.compute_gae); `_earned` is the plain sum, what the critic reads.
     """
 
     def __init__(self, env: gym.Env, budget: int, gamma: float = 1.0):

@@ -2,7 +2,7 @@
 change is kept.
 
 `Feedback` is the critic's decision. It comes from an LLM (its prompt and reply schema in prompts/critic.py)
-or from `rule_based_critique`, the library backend's critic (hand-written rules, labelled as such). Both go
+or from `rule_based_critique`, the reference backend's critic (hand-written rules, labelled as such). Both go
 through the same steps: `Feedback.from_dict` (also how a run directory stores it), `check_feedback`
 (names and variants against the plan) and `apply_feedback` (the new Plan). Changes to code (a
 variant to swap in, a fix for the code writer) stay in the Feedback: they are not part of a Plan.
@@ -166,7 +166,7 @@ def keep_change(previous: dict, current: dict) -> tuple[bool, str]:
                         f"{'slower' if slower else 'not slower'}")
 
 
-def rollback_if_worse(state: LoopState, library) -> str | None:
+def rollback_if_worse(state: LoopState, action_set) -> str | None:
     """After an iteration that ran with a change the critic made (state.before_change, set by the plan
     phase): keep it unless it made things worse (keep_change); a rolled-back change restores the plan and
     the code actions in use before it, and the next iteration trains that plan again without a re-plan.
@@ -177,13 +177,13 @@ def rollback_if_worse(state: LoopState, library) -> str | None:
     keep, why = keep_change(history[-2], history[-1])
     history[-1]["change"] = why
     if not keep:
-        state.plan, library.active, state.rolled_back = before["plan"], dict(before["active"]), True
+        state.plan, action_set.active, state.rolled_back = before["plan"], dict(before["active"]), True
         state.feedback = None  # what asked for the change is spent: nothing of it is applied again
     return why
 
 
 # ----------------------------------------------------------------------------------------------
-# The library backend's critic: hand-written rules over the statistics an LLM critic sees.
+# The reference backend's critic: hand-written rules over the statistics an LLM critic sees.
 
 MIN_CALLS = 10  # fewer calls than this say too little about a code action
 ERROR_SHARE = 0.1  # code failing (raising, running out of budget) this often is broken: fix, swap or drop it

@@ -133,8 +133,8 @@ def subtask_rows(rows: list[dict], subtasks: list[str]) -> list[str]:
     (Crafter's stats rows, `achievement_<name>` > 0), with the episode count."""
     iterations = sorted({r.get("iteration", 0) for r in rows})
     lines = ["| iteration | episodes | " + " | ".join(subtasks) + " |", "|---" * (len(subtasks) + 2) + "|"]
-    for k in iterations:
-        its = [r for r in rows if r.get("iteration", 0) == k]
+    for iteration in iterations:
+        its = [r for r in rows if r.get("iteration", 0) == iteration]
         rates = [sum(r.get(f"achievement_{t}", 0) > 0 for r in its) / len(its) for t in subtasks]
-        lines.append(f"| {k} | {len(its)} | " + " | ".join(f"{x:.2f}" for x in rates) + " |")
+        lines.append(f"| {iteration} | {len(its)} | " + " | ".join(f"{x:.2f}" for x in rates) + " |")
     return lines

@@ -67,22 +67,22 @@ def api_for(task: str) -> type[PrimitiveAPI]:
 # Code actions: each accepted function becomes one more discrete action (a macro action).
 
 
-class CodeActions(gym.Wrapper):
-    """Appends K code actions to the action space: action `n_base + k` runs code action k once.
+class CodeActionWrapper(gym.Wrapper):
+    """Appends the code actions to the action space: action `n_base + i` runs code action i once.
 
     A code action with an initiation condition may start only where it holds: info["action_mask"] (after
     every reset and step) says which actions the next decision may choose, and PPO masks the rest.
 
     The code runs in this env's sandbox worker process (sandbox.host.Worker, started on the first
     code action) against the primitive API for at most `max_macro_steps` real environment steps. The
-    transition reports `prim_steps` (k of the semi-MDP), whether the code returned True, the reward
-    its steps earned (`code_reward`, the plain sum) and any error; every failure of model code, a
-    source that does not compile included, is a failed code action in info["code_error"], never an
-    exception in the trainer. A code action that takes no step at all is charged one noop, so time
+    transition reports `prim_steps` (the env steps it took: the semi-MDP's duration), whether the code
+    returned True, the reward its steps earned (`code_reward`, the plain sum) and any error; every failure
+    of model code, a source that does not compile included, is a failed code action in info["code_error"],
+    never an exception in the trainer. A code action that takes no step at all is charged one noop, so time
     always moves on.
 
-    Its reward is the semi-MDP return sum_i gamma**i * r_i of its k steps (PPO then discounts the
-    next value by gamma**k), so `gamma` must be PPO's; the default 1.0 gives the plain sum. The
+    Its reward is the semi-MDP return sum_i gamma**i * r_i of its `prim_steps` steps (PPO then discounts the
+    next value by gamma**prim_steps), so `gamma` must be PPO's; the default 1.0 gives the plain sum. The
     episode's logged return (info["episode"]["r"]) stays the undiscounted sum, as Crafter reports it.
     """
 
@@ -105,10 +105,10 @@ class CodeActions(gym.Wrapper):
         self.action_space = gym.spaces.Discrete(self.n_base + len(self.code_actions))
 
     def action_mask(self) -> np.ndarray | None:
-        """Which actions may start now ((n_base + K,) bool): every base action, and each code action whose
-        initiation holds in the current state (core.can_start over the backend's initiation_state, read once
-        per step; an action without one, always). None while no code action has an initiation, so runs without
-        them are exactly as before."""
+        """Which actions may start now (one bool per action, base then code actions): every base action, and each
+        code action whose initiation holds in the current state (core.can_start over the backend's
+        initiation_state, read once per step; an action without one, always). None while no code action has
+        an initiation, so runs without them are exactly as before."""
         if not any(a.initiation for a in self.code_actions):
             return None
         state = self.env.unwrapped.initiation_state(any(a.initiation.get("in_view") for a in self.code_actions))
@@ -130,9 +130,9 @@ class CodeActions(gym.Wrapper):
             obs, reward, terminated, truncated, info = self.env.step(action)
             info.update(code_action=-1, code_ok=False, code_error="", code_reward=0.0)
             return obs, reward, terminated, truncated, self._with_mask(info)
-        k = action - self.n_base
+        index = action - self.n_base
         api = self.env.unwrapped.make_api(self.max_macro_steps, self.gamma)
-        code = self.code_actions[k]
+        code = self.code_actions[index]
         result = self.sandbox.run(code.source, code.function, api, time_limit=self.time_limit)
         if api._steps == 0:  # an action that does nothing still costs one step: action 0 is every backend's noop
             try:
@@ -141,7 +141,7 @@ class CodeActions(gym.Wrapper):
                 pass
         obs, _, terminated, truncated, info = api._last
         ok = result.returned is True or bool(info.get("success"))  # the task solved inside counts as done
-        info = dict(info, prim_steps=api._steps, code_action=k, code_ok=ok,
+        info = dict(info, prim_steps=api._steps, code_action=index, code_ok=ok,
                     code_error=result.error or _stop_reason(result.stopped), code_reward=api._earned)
         return obs, api._reward, terminated, truncated, self._with_mask(info)
 
@@ -162,13 +162,13 @@ def _stop_reason(stopped: str | None) -> str:
 def make_env(task: str, seed: int | None = None, *, code_actions=(), max_macro_steps: int = 64,
              gamma: float = 1.0, crafter_impl: str = "fast", **options) -> gym.Env:
     """A task env with code actions appended (none by default). `minedojo:<task_id>` uses MineDojo.
-    `gamma` discounts the rewards inside a code action (see CodeActions); `crafter_impl` (fast |
+    `gamma` discounts the rewards inside a code action (see CodeActionWrapper); `crafter_impl` (fast |
     original) picks the Crafter implementation and means nothing to MineDojo."""
     if is_crafter(task):
         env = CrafterEnv(task, seed=seed, crafter_impl=crafter_impl, **options)
     else:  # the `minedojo` package is imported only here: MineDojo needs gym 0.21 and JDK 8, Crafter neither
         env = minedojo_env.MineDojoEnv(task.removeprefix(minedojo_env.PREFIX), seed=seed, **options)
-    return CodeActions(env, code_actions, max_macro_steps, gamma=gamma)
+    return CodeActionWrapper(env, code_actions, max_macro_steps, gamma=gamma)
 
 
 def make_vec_env(task: str, num_envs: int, *, code_actions=(), async_: bool = False, seed: int = 0,

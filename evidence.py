@@ -35,7 +35,7 @@ SCORE_BOOTSTRAP = 200
 
 def episode_measures(episodes: list[tuple[int, bool]]) -> dict:
     """The lengths of the iteration's training episodes (env steps each, code actions' steps included):
-    the mean over all n of them, and the mean, standard deviation and standard error over the k that
+    the mean over all n of them, and the mean, standard deviation and standard error over those that
     succeeded (an episode ends when the task is done, so this is how long success took)."""
     lengths = np.array([n for n, _ in episodes], dtype=float)
     won = np.array([n for n, ok in episodes if ok], dtype=float)
@@ -70,8 +70,8 @@ def episode_ends(task_name: str, rows: list[dict]) -> dict:
 
 def gathered(task_name: str, rows: list[dict]) -> dict:
     """How much of each item the task's chain needs (crafter_tasks.chain_uses) its successful training
-    episodes gathered: {"successes": k, "items": {item: {"mean": units gathered per successful episode, over
-    the k, "uses": units the chain needs, "by": the achievement that gathers it}}}. Far more than the chain
+    episodes gathered: {"successes": how many, "items": {item: {"mean": units gathered per successful episode,
+    "uses": units the chain needs, "by": the achievement that gathers it}}}. Far more than the chain
     needs means the episodes were spent gathering instead of finishing (a shaped item pays for each unit)."""
     task = get_task(task_name)
     if task.achievement is None:
@@ -136,11 +136,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     task = json.loads((args.run_dir / "config.json").read_text())["args"]["task"]
     rows = report.read_jsonl(args.run_dir / "stats.jsonl")
-    for k in sorted({r["iteration"] for r in rows}):
-        its = [r for r in rows if r["iteration"] == k]
+    for iteration in sorted({r["iteration"] for r in rows}):
+        its = [r for r in rows if r["iteration"] == iteration]
         goal = get_task(task).achievement
-        print(f"iteration {k}:", iteration_evidence(task, [(r["length"], bool(goal and r.get(f"achievement_{goal}")))
-                                                           for r in its], its))
+        episodes = [(r["length"], bool(goal and r.get(f"achievement_{goal}"))) for r in its]
+        print(f"iteration {iteration}:", iteration_evidence(task, episodes, its))
     return 0
 
 

@@ -8,7 +8,7 @@ model code never raises here. A rewrite after the critic's note shows the model 
 what that code did in training: a stateless model can only refine code it is shown. The templates it
 fills, and the checker's rules as the model reads them, are in prompts/code_writer.py.
 
-With `llm=None` the agent is the hand-written library backend: `skills.skill_for(name)` (for a
+With `llm=None` the agent is the reference backend: `skills.skill_for(name)` (for a
 MineDojo task `minedojo_skills.skill_for(name)`), put through the same sandbox check and dry-run as
 model code.
 
@@ -79,7 +79,7 @@ def _docstring(source: str, name: str) -> str | None:
 
 
 class FastAgent:
-    """Code writer. `llm` is an LLMClient/ReplayClient, or None for the hand-written skill library.
+    """Code writer. `llm` is an LLMClient/ReplayClient, or None for the reference backend (hand-written skills).
 
     The dry run uses `dry_run_steps` as the step budget of one call: pass the macro-step budget
     training will use, so code that passes here is not cut off there."""
@@ -100,7 +100,7 @@ class FastAgent:
         CodeStats.summary() as `stats` when it ran: a stateless model can only change code it is shown."""
         self.last_attempts = []
         if self.llm is None:
-            return self._library(subaction)
+            return self._reference(subaction)
         default = DRINK_WATER if is_crafter(self.dry_run_task) else minedojo_skills.EXAMPLE.source
         prompt = WRITE_PROMPT.format(api_doc=env_doc, examples=_examples_text(examples, default),
                                      rules=code_rules(subaction.name), max_tokens=CODE_REPLY_TOKENS,
@@ -156,7 +156,7 @@ class FastAgent:
         m = LINE_RE.search(error)
         return error, int(m.group(1)) if m else None
 
-    def _library(self, subaction: SubAction) -> CodeAction | None:
+    def _reference(self, subaction: SubAction) -> CodeAction | None:
         """The hand-written skill of this name, accepted only if it passes the same checks as model code."""
         skill = (skills if is_crafter(self.dry_run_task) else minedojo_skills).skill_for(subaction.name)
         if skill is None:
@@ -168,7 +168,7 @@ class FastAgent:
 
 
 def _examples_text(examples: list[CodeAction] | None, default: str) -> str:
-    """The prompt's examples: the library's related skills with their one-line doc, else the code `default`."""
+    """The prompt's examples: the skill library's related skills with their one-line doc, else the code `default`."""
     if not examples:
         return EXAMPLE.format(what="", source=default.strip("\n"))
     return "\n\n".join(EXAMPLE.format(what=f" from the skill library, {a.function}: {(a.doc or '-').splitlines()[0]}",

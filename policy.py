@@ -124,9 +124,9 @@ class Agent(nn.Module):
         return action, logp.gather(-1, action[:, None]).squeeze(-1), self.critic(f).squeeze(-1)
 
     @torch.no_grad()
-    def extend(self, k: int, prior: float = 0.05, obs: Obs | None = None, mask: np.ndarray | None = None,
+    def extend(self, n_new: int, prior: float = 0.05, obs: Obs | None = None, mask: np.ndarray | None = None,
                copy_from: list[int | None] | None = None) -> None:
-        """Add k actions. Old rows are untouched, so old logits are unchanged for every input.
+        """Add n_new actions. Old rows are untouched, so old logits are unchanged for every input.
 
         New action i starts as a copy of old action copy_from[i] (weights and bias) when that is given:
         a rewritten code action (v2) does v1's job, so what the policy learned about when to call v1
@@ -137,9 +137,9 @@ class Agent(nn.Module):
         actions carry no probability, and counting their logits would give the new action less than
         `prior`. The parameters are resized in place, so an optimizer keeps referencing them; PPO pads
         its Adam moments on the next train() call."""
-        copy_from = list(copy_from) if copy_from is not None else [None] * k
+        copy_from = list(copy_from) if copy_from is not None else [None] * n_new
         fresh = sum(c is None for c in copy_from)
-        assert k >= 0 and len(copy_from) == k and 0 <= fresh * prior < 1, "need 0 <= fresh * prior < 1"
+        assert n_new >= 0 and len(copy_from) == n_new and 0 <= fresh * prior < 1, "need 0 <= fresh * prior < 1"
         head = self.actor[-1]
         old_logits = self.actor(self.features(obs)) if obs is not None else head.bias[None]
         if mask is not None:
@@ -150,4 +150,4 @@ class Agent(nn.Module):
         if rows:
             head.weight.data = torch.cat([head.weight, torch.stack([w for w, _ in rows])])
             head.bias.data = torch.cat([head.bias, torch.stack([b for _, b in rows])])
-        head.out_features = self.n_actions = self.n_actions + k
+        head.out_features = self.n_actions = self.n_actions + n_new

@@ -1,12 +1,14 @@
 """Hand-written PPO (CleanRL style) for vector envs whose discrete action space grows.
 
 This is the RL half of RL-GPT: the policy picks among the 17 Crafter primitives plus any accepted
-code actions (macro actions that run k primitive steps). Everything follows the PPO details of
+code actions (macro actions that run several primitive steps). Everything follows the PPO details of
 Huang et al. ("The 37 implementation details of PPO") with three additions:
-  * semi-MDP returns (compute_gae): a transition of k primitive steps brings the env's discounted reward sum gamma^i r_i
-    (env.CodeActions computes it); its bootstrap is discounted by gamma^k, its GAE trace by (gamma * lambda)^k,
+  * semi-MDP returns (compute_gae): a transition of `prim_steps` primitive steps brings the env's discounted reward sum
+    gamma^i r_i (env.CodeActionWrapper computes it); its bootstrap is discounted by gamma^prim_steps, its GAE trace by
+    (gamma * lambda)^prim_steps,
   * truncated episodes bootstrap from V(final_obs) instead of being treated as terminal,
-  * `Agent.extend(k)` (policy.py, the network) adds k logits without changing the old ones; PPO pads the Adam moments.
+  * `Agent.extend(n_new)` (policy.py, the network) adds n_new logits without changing the old ones; PPO pads the Adam
+    moments.
 
 Use it from Python (train.py calls train() once per RL-GPT iteration, on the same envs):
 
@@ -51,9 +53,9 @@ class PPOConfig:
     anneal_lr: bool = True
     """linearly anneal the learning rate to 0 over `total_steps` primitive env steps"""
     gamma: float = 0.99
-    """discount per primitive step; a k-step macro action is discounted by gamma**k"""
+    """discount per primitive step; a macro action of `prim_steps` steps is discounted by gamma**prim_steps"""
     gae_lambda: float = 0.95
-    """GAE lambda, per primitive step: a k-step decision's trace decays by (gamma * lambda)**k"""
+    """GAE lambda, per primitive step: a `prim_steps`-step decision decays its trace by (gamma*lambda)**prim_steps"""
     norm_adv: bool = True
     """normalise advantages per minibatch"""
     clip_coef: float = 0.2
@@ -76,22 +78,22 @@ class PPOConfig:
 
 
 def compute_gae(rewards: torch.Tensor, values: torch.Tensor, next_values: torch.Tensor,
-                terminated: torch.Tensor, dones: torch.Tensor, k_steps: torch.Tensor, gamma: float,
+                terminated: torch.Tensor, dones: torch.Tensor, prim_steps: torch.Tensor, gamma: float,
                 gae_lambda: float) -> tuple[torch.Tensor, torch.Tensor]:
     """GAE over (T, N) tensors of decisions. rewards[t] is the semi-MDP return sum_i gamma^i r_i of a transition of
-    k_steps[t] primitive steps; next_values[t] is V of the observation after it (V(final_obs) when the episode
+    prim_steps[t] primitive steps; next_values[t] is V of the observation after it (V(final_obs) when the episode
     ended there); terminated zeroes that bootstrap, dones (terminated or truncated) cuts the trace:
 
-        delta_t = R_t + gamma^k_t * V(s_t+1) - V(s_t),    A_t = delta_t + (gamma * lambda)^k_t * A_t+1
+        delta_t = R_t + gamma^prim_steps_t * V(s_t+1) - V(s_t),    A_t = delta_t + (gamma * lambda)^prim_steps_t * A_t+1
 
     lambda decays once per primitive step, not once per decision: the lambda-return then weighs the returns ahead by
     how much env time lies between them, as GAE of a primitive policy does, whatever the policy's mix of primitive
-    and code actions. (lambda once per decision, gamma^k * lambda, is also a consistent lambda-return, but over
+    and code actions. (lambda once per decision, gamma^prim_steps * lambda, is also a consistent lambda-return, but over
     decisions: a 64-step code action would pass credit 64 times further in env time than a primitive step, so the
     bias-variance trade-off would change with the actions chosen.) The n-step returns that would end inside a code
     action cannot be formed (no value there); their weight falls on the return that ends with it."""
-    discounts = gamma ** k_steps
-    trace = (gamma * gae_lambda) ** k_steps
+    discounts = gamma ** prim_steps
+    trace = (gamma * gae_lambda) ** prim_steps
     advantages = torch.zeros_like(rewards)
     last = torch.zeros_like(rewards[0])
     for t in reversed(range(rewards.shape[0])):
@@ -109,7 +111,7 @@ def _as_mask(action_mask: np.ndarray | None, n_env: int, n_act: int, dev: torch.
 
 
 def _call(envs: gym.vector.VectorEnv, name: str) -> tuple:
-    """envs.call(name), or (None,) for envs that lack it (a plain env without env.CodeActions)."""
+    """envs.call(name), or (None,) for envs that lack it (a plain env without env.CodeActionWrapper)."""
     try:
         return envs.call(name)
     except AttributeError:
@@ -117,7 +119,7 @@ def _call(envs: gym.vector.VectorEnv, name: str) -> tuple:
 
 
 def _env_mask(per_env: list | tuple, dev: torch.device) -> torch.Tensor | None:
-    """The envs' own action masks ((n_env, n_act): CodeActions.action_mask, stacked) or None where the envs
+    """The envs' own action masks ((n_env, n_act): CodeActionWrapper.action_mask, stacked) or None where the envs
     have none (no code action with an initiation): from envs.call("action_mask") or a step's infos."""
     if any(m is None for m in per_env):
         return None
@@ -145,7 +147,7 @@ class Rollout:
     rewards: np.ndarray  # semi-MDP returns sum_i gamma^i r_i
     terminated: np.ndarray
     dones: np.ndarray  # terminated or truncated
-    k_steps: np.ndarray  # primitive steps each decision took
+    prim_steps: np.ndarray  # primitive steps each decision took
     masks: torch.Tensor  # (T, N, n_act) bool: what each decision could choose, so the update scores it under that
 
     def map(self, fn: Callable) -> Rollout:
@@ -272,7 +274,7 @@ class PPO:
             buf.actions[t], buf.logprobs[t], buf.values[t] = action, logprob, value
             act_np = action.cpu().numpy()  # the one wait for the GPU per vector step
             obs, reward, term, trunc, infos = envs.step(act_np)
-            buf.k_steps[t] = step_info(infos, "prim_steps", 1, n_env)
+            buf.prim_steps[t] = step_info(infos, "prim_steps", 1, n_env)
             self.next_obs = self._to_tensor(obs)
             if "action_mask" in infos:
                 env_mask = _env_mask([infos["action_mask"]], dev)
@@ -287,7 +289,7 @@ class PPO:
                 for i in np.flatnonzero(final["_episode"]):
                     ok = float(ep["success"][i]) if "success" in ep else float("nan")
                     episodes.append((float(ep["r"][i]), int(ep["l"][i]), ok))
-            n_new = D.sum_over_ranks(int(buf.k_steps[t].sum()))  # the budget is global: one count on all ranks
+            n_new = D.sum_over_ranks(int(buf.prim_steps[t].sum()))  # the budget is global: one count on all ranks
             self.global_step += n_new
             if on_step is not None:
                 on_step(act_np, infos)
@@ -307,7 +309,7 @@ class PPO:
         done = host(batch.dones)
         batch.next_values[:] = torch.where(done.bool(), batch.next_values, nv)
         return compute_gae(host(batch.rewards), batch.values, batch.next_values, host(batch.terminated), done,
-                           host(batch.k_steps), self.cfg.gamma, self.cfg.gae_lambda)
+                           host(batch.prim_steps), self.cfg.gamma, self.cfg.gae_lambda)
 
     def _update(self, batch: Rollout, advantages: torch.Tensor, returns: torch.Tensor, masked: bool) -> dict:
         """PPO epochs over the flattened rollout, scoring each action under the mask it was chosen under

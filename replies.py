@@ -2,7 +2,7 @@
 
 Models wrap JSON in fences and prose, and write the JSON that JavaScript or Python would accept:
 trailing commas, comments, single quotes, True/None. `find_json` repairs exactly those faults, with
-a small string-aware scan rather than a library that "repairs" anything (and so hides real mistakes);
+a small string-aware scan rather than a package that "repairs" anything (and so hides real mistakes);
 when the JSON is still broken it raises ValueError naming the real problem with its line and column,
 never a misleading "success" on some inner fragment such as `[]`.
 

@@ -32,7 +32,7 @@ import env as E
 import ppo as P
 import report
 import skill_library as SL
-from code_actions import CodeStats, Library
+from code_actions import ActionSet, CodeStats
 from core import Mode
 from fast_agent import save_attempts
 from llm import LLMClient, LLMError, ReplayClient, configured_endpoint, start_local_server
@@ -83,18 +83,18 @@ def open_run(args, cfg: P.PPOConfig, parser, rank: int, world: int, device: str)
 
 
 def make_llm(args, run_dir: Path):
-    """The agents' backend (None = the hand-written library) and a sentence saying why it was chosen."""
+    """The agents' backend (None = the reference backend, no LLM) and a sentence saying why it was chosen."""
     kind = args.llm
     if args.mode == Mode.RL:
         return None, None, "no LLM: --mode rl is plain PPO"
     if kind == "auto":
         url = args.llm_url or configured_endpoint()
-        kind = "http" if url else "library"
+        kind = "http" if url else "reference"
         why = f"an endpoint is configured ({url})" if url else "no endpoint is configured (set RLGPT_LLM_URL)"
         print(f"LLM backend: {kind} (auto: {why})")
     transcript = run_dir / "llm_transcript.jsonl"
-    if kind == "library":
-        return None, None, "library: hand-written reference skills and plans (no LLM)"
+    if kind == "reference":
+        return None, None, "reference: hand-written reference skills and plans (no LLM)"
     if kind.startswith("replay:"):
         return ReplayClient(kind[7:]), None, f"replay of {kind[7:]}"
     server = None
@@ -108,13 +108,13 @@ def make_llm(args, run_dir: Path):
     return client, server, f"{kind}: {client.url} model {client.model or '(server default)'}"
 
 
-def make_train_envs(args, run: Run, cfg: P.PPOConfig, library: Library, episode_numbers: list[int] = ()):
+def make_train_envs(args, run: Run, cfg: P.PPOConfig, action_set: ActionSet, episode_numbers: list[int] = ()):
     """The run's one set of training envs, built once, grown in place, never reset by the trainer: this
     rank's share of --num-envs. Crafter tasks append every finished episode to stats.jsonl. On --resume
     (`episode_numbers` from the checkpoint) each env goes on with its next world, not its first one again."""
     options = {} if not E.is_crafter(args.task) else {"stats_path": run.dir / "stats.jsonl",
                                                              "crafter_impl": args.crafter_impl}
-    envs = E.make_vec_env(args.task, args.num_envs // run.world, code_actions=library.actions, seed=args.seed,
+    envs = E.make_vec_env(args.task, args.num_envs // run.world, code_actions=action_set.actions, seed=args.seed,
                           rank=run.rank, max_macro_steps=args.max_macro_steps, gamma=cfg.gamma, **options)
     if episode_numbers:
         n, rank = envs.num_envs, run.rank
@@ -180,16 +180,17 @@ def llm_calls(run: Run) -> int:
     return run.llm_calls_before + (run.llm.calls if run.llm is not None else 0)
 
 
-def save(run: Run, ppo: P.PPO, library: Library, state: LoopState) -> None:
+def save(run: Run, ppo: P.PPO, action_set: ActionSet, state: LoopState) -> None:
     """Called by every rank at the same point (a rollout boundary): the episodes in progress are gathered,
     so a resume can write them to unfinished.jsonl and go on with the next episode number of each env."""
     running, episode_numbers = running_episodes(run.args, run.envs)
     if run.rank:  # rank 0 alone checkpoints (all ranks hold the same weights)
         return
     logs = {name: (run.dir / name).stat().st_size for name in APPEND_LOGS if (run.dir / name).is_file()}
-    state = dict(state.to_dict(), library_active=library.active, log_sizes=logs, running=running,
+    # library_active: the action set's code actions in use, under the key every checkpoint has held them by
+    state = dict(state.to_dict(), library_active=action_set.active, log_sizes=logs, running=running,
                  episode_numbers=episode_numbers, llm_calls=llm_calls(run))
-    save_checkpoint(str(run.dir / "checkpoint.pt"), ppo, [asdict(a) for a in library.actions], state)
+    save_checkpoint(str(run.dir / "checkpoint.pt"), ppo, [asdict(a) for a in action_set.actions], state)
 
 
 def save_checkpoint(path: str, ppo: P.PPO, code_actions: list[dict], extra: dict | None = None) -> None:
@@ -216,19 +217,19 @@ def load_checkpoint(path: str, ppo: P.PPO) -> tuple[list[dict], dict]:
     return d["code_actions"], d["extra"]
 
 
-def resume(run: Run, ppo: P.PPO) -> tuple[Library, LoopState, list[int]]:
-    """--resume: `ppo` restored in place from checkpoint.pt; returns the code library, the loop's state and
+def resume(run: Run, ppo: P.PPO) -> tuple[ActionSet, LoopState, list[int]]:
+    """--resume: `ppo` restored in place from checkpoint.pt; returns the action set, the loop's state and
     each env's episode number at the checkpoint. Rank 0 cuts the logs back to the checkpoint (rewind_logs)."""
     ckpt = run.dir / "checkpoint.pt"
     actions, state = load_checkpoint(str(ckpt), ppo)
-    library = Library([E.CodeAction(**a) for a in actions], state.pop("library_active"))
+    action_set = ActionSet([E.CodeAction(**a) for a in actions], state.pop("library_active"))
     running, episode_numbers = state.pop("running", []), state.pop("episode_numbers", [])
     run.llm_calls_before = state.pop("llm_calls", 0)
     if run.rank == 0:
         rewind_logs(run.dir, state.get("log_sizes", {}), running)
         print(f"resumed from {ckpt}: iteration {state['iteration'] + 1}, {ppo.global_step} env steps done"
               f" ({len(running)} episodes going on at the checkpoint went to unfinished.jsonl)")
-    return library, LoopState.from_dict(state), episode_numbers
+    return action_set, LoopState.from_dict(state), episode_numbers
 
 
 def rewind_logs(run_dir: Path, sizes: dict[str, int], running: list[dict]) -> None:
@@ -244,11 +245,11 @@ def rewind_logs(run_dir: Path, sizes: dict[str, int], running: list[dict]) -> No
     write_rows(run_dir / "unfinished.jsonl", running)
 
 
-def check_ranks_agree(run_dir: Path, ppo: P.PPO, library: Library, rank: int) -> None:
+def check_ranks_agree(run_dir: Path, ppo: P.PPO, action_set: ActionSet, rank: int) -> None:
     """ranks.json: each rank's step count, weight hash and code actions; they must all agree."""
     weights = b"".join(t.cpu().numpy().tobytes() for t in ppo.agent.state_dict().values())
     mine = {"rank": rank, "global_step": ppo.global_step, "weights_sha256": hashlib.sha256(weights).hexdigest(),
-            "code_actions": [[a.name, hashlib.sha256(a.source.encode()).hexdigest()[:16]] for a in library.actions]}
+            "code_actions": [[a.name, hashlib.sha256(a.source.encode()).hexdigest()[:16]] for a in action_set.actions]}
     ranks = D.all_gather([mine])
     if rank == 0:
         (run_dir / "ranks.json").write_text(json.dumps(ranks, indent=2))
@@ -265,8 +266,8 @@ class IterationTally:
     the success trend, the code actions' statistics (CodeStats); its progress bar and metric logging. A
     checkpoint inside the iteration keeps the counts (checkpoint()), so a resume goes on counting from there."""
 
-    def __init__(self, run: Run, library: Library, progress: dict | None, total: int, initial: int, desc: str):
-        self.run, self.stats, self.trend, self.last = run, CodeStats(library), [], None
+    def __init__(self, run: Run, action_set: ActionSet, progress: dict | None, total: int, initial: int, desc: str):
+        self.run, self.stats, self.trend, self.last = run, CodeStats(action_set), [], None
         self.counted = {"episodes": 0, "successes": 0}
         if progress is not None and run.rank == 0:  # rank 0 holds every rank's counts up to the checkpoint
             self.stats.restore(progress["decisions"], progress["rows"], progress.get("episodes"))
@@ -297,75 +298,78 @@ class IterationTally:
         return (round(self.counted["successes"] / n, 3) if n else None), n
 
 
-def record_skills(run: Run, library: Library, stats: CodeStats, task: str, iteration: int) -> None:
+def record_skills(run: Run, action_set: ActionSet, stats: CodeStats, task: str, iteration: int) -> None:
     """The iteration's code-action statistics into the shared skill library (if the run uses one), after
-    every iteration so a crash loses at most this one's numbers; a library that cannot be written is a warning."""
+    every iteration so a crash loses at most this one's numbers; one that cannot be written is a warning."""
     if run.skill_library is None:
         return
     try:
-        run.skill_library.record_iteration(library.actions, stats.rows, task=task, run=str(run.dir.resolve()),
+        run.skill_library.record_iteration(action_set.actions, stats.rows, task=task, run=str(run.dir.resolve()),
                                        iteration=iteration)
     except OSError as e:
         tqdm.write(f"[iter {iteration}] warning: the skill library could not be written ({e}); the run goes on")
 
 
-def last_code_stats(run: Run, k: int) -> dict:
-    """Each code action's row of the last stats.json, {} before any: a rewrite sees what its code did."""
-    path = run.dir / f"iter_{k}" / "stats.json"
+def last_code_stats(run: Run, it: int) -> dict:
+    """Each code action's row of the last stats.json, {} before any: a rewrite sees what its code did. `it` is
+    the iteration now (0-based), so iter_<it>/ (the directories count from 1) is the one before it."""
+    path = run.dir / f"iter_{it}" / "stats.json"
     return json.loads(path.read_text()).get("code_actions", {}) if path.is_file() else {}
 
 
 def record_attempts(attempts: list, it_dir: Path, name: str, iteration: int) -> None:
-    """The fast agent's attempts at one sub-action: each in iter_<k>/attempts/, one line per failed one."""
+    """The fast agent's attempts at one sub-action: each in <it_dir>/attempts/, one line per failed one."""
     save_attempts(attempts, it_dir / "attempts", name)
     for n, a in enumerate(attempts, 1):
         if a.error:
             tqdm.write(f"[iter {iteration}] {name} attempt {n} failed: {a.error.splitlines()[0][:160]}")
 
 
-def record_iteration(run: Run, state: LoopState, critic_stats: dict, ev: dict, stats: CodeStats, library: Library,
+def record_iteration(run: Run, state: LoopState, critic_stats: dict, ev: dict, stats: CodeStats, action_set: ActionSet,
                      rl_config: dict, n_actions: int, t0: float) -> None:
     """Rank 0, after an iteration's evaluation (`ev`): eval.jsonl, the eval and code-action metrics, the eval
     GIF, stats.json (what the critic reads), the iteration's row of the run's history (summary.md and the
     ablation tables are made from it; wall_s counts from `t0`), and one line for the user."""
-    k, step = critic_stats["iteration"], critic_stats["env_steps"]
+    iteration, step = critic_stats["iteration"], critic_stats["env_steps"]  # iteration: 1-based, as iter_1/
     write_rows(run.dir / "eval.jsonl", ev["rows"])
     log_metrics(run, {"eval/success_rate": ev["success_rate"], "eval/episodic_length": ev["mean_length"],
                       "eval/episodic_return": ev["mean_return"]}, step)
     for name, row in stats.summary().items():
         log_metrics(run, {f"code/{name}/share": row["share"], f"code/{name}/success_rate": row["success_rate"]},
                     step)
-    it_dir = run.dir / f"iter_{k}"
+    it_dir = run.dir / f"iter_{iteration}"
     it_dir.mkdir(exist_ok=True)
     if run.args.capture_video and ev["frames"]:
         report.write_gif(it_dir / "eval.gif", ev["frames"])
     (it_dir / "stats.json").write_text(json.dumps(critic_stats, indent=2))
     train_success, n_train = critic_stats["success_rate"], critic_stats["success_episodes"]
-    state.history.append({"iteration": k, "env_steps": step,
+    state.history.append({"iteration": iteration, "env_steps": step,
                              "train_success": train_success, "train_episodes": n_train,
                              "eval_success": ev["success_rate"],
                              "eval_length": ev["mean_length"], "eval_env_steps": ev["env_steps"],
-                             "code_actions": list(library.active.values()), "rl_config": rl_config,
-                             "hand_written": hand_written(library), "episode_lengths": critic_stats["episode_lengths"],
+                             "code_actions": list(action_set.active.values()), "rl_config": rl_config,
+                             "hand_written": hand_written(action_set),
+                             "episode_lengths": critic_stats["episode_lengths"],
                              "score": critic_stats["score"] and {key: critic_stats["score"][key]
                                                                  for key in ("score", "se", "episodes")},
                              "llm_calls": llm_calls(run), "reused": state.reused,
                              "n_actions": n_actions, "curriculum": _curriculum_row(state.curriculum),
                              "wall_s": round(time.time() - t0, 1)})
     shown = "-" if train_success is None else f"{train_success:.2f}"
-    tqdm.write(f"[iter {k}] env steps {step}: train success {shown} (n={n_train}), "
+    tqdm.write(f"[iter {iteration}] env steps {step}: train success {shown} (n={n_train}), "
                f"eval success {ev['success_rate']:.2f} (n={critic_stats['eval_episodes']})")
 
 
-def hand_written(library: Library) -> list[str]:
+def hand_written(action_set: ActionSet) -> list[str]:
     """The code actions in use that are hand-written (reference/skills.py, reference/minedojo_skills.py: their
     doc carries skills.LABEL), not model output: every place that lists code actions labels them."""
-    return [a.name for a in library.actions if a.name in library.active.values() and a.doc.startswith(skills.LABEL)]
+    in_use = set(action_set.active.values())
+    return [a.name for a in action_set.actions if a.name in in_use and a.doc.startswith(skills.LABEL)]
 
 
-def in_use_text(library: Library) -> str:
+def in_use_text(action_set: ActionSet) -> str:
     """The code actions in use for the log, each hand-written one labelled so (all at once when all are)."""
-    names, labelled = list(library.active.values()), set(hand_written(library))
+    names, labelled = list(action_set.active.values()), set(hand_written(action_set))
     if names and labelled == set(names):
         return ", ".join(names) + " (all hand-written, not LLM output)"
     return ", ".join(n + (" (hand-written, not LLM output)" if n in labelled else "") for n in names) or "none"
@@ -393,10 +397,10 @@ def episode_rows(run: Run, iteration: int) -> list[dict]:
     return [r for r in report.read_jsonl(path) if r.get("iteration") == iteration] if path.is_file() else []
 
 
-def log_rejections(k: int, what: str, slow) -> None:
+def log_rejections(it: int, what: str, slow) -> None:
     """One line per reply the slow agent rejected, in the user's words (the model got its own)."""
     for n, problem in enumerate(slow.last_rejections, 1):
-        tqdm.write(f"[iter {k + 1}] {what} reply {n} rejected: {problem[:200]}")
+        tqdm.write(f"[iter {it + 1}] {what} reply {n} rejected: {problem[:200]}")
 
 
 def llm_failed(run_dir: Path, error: Exception) -> int:

@@ -23,7 +23,7 @@ class Run:
     world: int = 1  # the number of ranks
     writer: Any = None  # rank 0's TensorBoard SummaryWriter
     wandb: Any = None  # the wandb run (--track)
-    llm: Any = None  # the agents' LLM client; None: the offline reference backend (--llm library)
+    llm: Any = None  # the agents' LLM client; None: the offline reference backend (--llm reference)
     server: Any = None  # the local llama.cpp server this run started (--llm local), stopped on close
     skill_library: Any = None  # skill_library.SkillLibrary shared across runs (rank 0, --mode rlgpt), or None
     slow: Any = None  # the slow agent (plans and critiques)

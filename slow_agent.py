@@ -6,7 +6,7 @@ agent to write, or "rl" to be left to PPO) plus a small RL configuration; after 
 `plan()` gets that feedback with the previous plan. Replies are JSON checked by a schema and then by
 `Plan.from_dict`; every rejection goes back to the model with the exact error, a few times at most.
 
-With `llm=None` the agent is the hand-written library backend: the plan is `plans.reference_plan`
+With `llm=None` the agent is the reference backend: the plan is `plans.reference_plan`
 (`minedojo_skills.reference_plan` for a MineDojo task) and the critic is the rule-based one of
 critic.py. Nothing there is LLM output, and it says so. The critic's Feedback, its checks and how it
 changes a plan live in critic.py, for both backends.
@@ -72,14 +72,14 @@ class AgentError(Exception):
 # The agent.
 
 class SlowAgent:
-    """Planner and critic. `llm` is an LLMClient/ReplayClient, or None for the hand-written library."""
+    """Planner and critic. `llm` is an LLMClient/ReplayClient, or None for the reference backend (no LLM)."""
 
     def __init__(self, llm=None, *, max_repairs: int = 2, hand_written: bool | None = None):
         self.llm, self.max_repairs = llm, max_repairs
         # whether the critic may choose reference/skills.py's hand-written variants: always without an LLM, in an LLM
         # run only when its user asked (train.py --hand-written)
         self.hand_written = llm is None if hand_written is None else hand_written
-        self.library: dict[str, str] = {}  # skill library: name -> one line; train.py fills it before plan()
+        self.catalogue: dict[str, str] = {}  # skill library: name -> one line; train.py fills it before plan()
         self.last_rejections: list[str] = []  # why each reply of the last plan()/critique() was rejected
 
     def plan(self, task: Task, env_doc: str, feedback: Feedback | None = None,
@@ -89,22 +89,22 @@ class SlowAgent:
         if feedback is not None and previous is not None:
             previous = apply_feedback(previous, feedback)
         if self.llm is None:
-            return self._library_plan(task, feedback, previous)
+            return self._reference_plan(task, feedback, previous)
 
         def parse(data: dict) -> Plan:
             plan = Plan.from_dict({**data, "task": task.name}, task)
             if _subtasks_rule(task) == SUBTASKS_LONG and not plan.subtasks:
                 raise ValueError(f"`{task.name}` has a long prerequisite chain: list the chain of "
                                  "sub-tasks in \"subtasks\" first")
-            unknown = [s.name for s in plan.subactions if s.reuse and s.name not in self.library]
+            unknown = [s.name for s in plan.subactions if s.reuse and s.name not in self.catalogue]
             if unknown:
                 raise ValueError(f"{unknown} say \"reuse\": true but are not in the skill library; reuse only "
-                                 f"{sorted(self.library) or 'nothing (this run has no skill library)'}, or leave "
+                                 f"{sorted(self.catalogue) or 'nothing (this run has no skill library)'}, or leave "
                                  "reuse out (a code sub-action that keeps its name keeps its accepted code)")
             return plan
 
-        messages = plan_messages(task, env_doc, feedback, previous, self.library)
-        return self._ask(messages, plan_schema(reuse=bool(self.library)), parse, "plan", max_tokens=2048)
+        messages = plan_messages(task, env_doc, feedback, previous, self.catalogue)
+        return self._ask(messages, plan_schema(reuse=bool(self.catalogue)), parse, "plan", max_tokens=2048)
 
     def critique(self, plan: Plan, code_actions: list[CodeAction], stats: dict,
                  frames: list[bytes] | None = None) -> Feedback:
@@ -143,7 +143,7 @@ class SlowAgent:
         raise AgentError(f"the slow agent's {what} was still invalid after {self.max_repairs} "
                          f"repair(s); last problem: {problem}{began}")
 
-    def _library_plan(self, task: Task, feedback: Feedback | None, previous: Plan | None) -> Plan:
+    def _reference_plan(self, task: Task, feedback: Feedback | None, previous: Plan | None) -> Plan:
         """The hand-written reference plan; a re-plan is the previous plan with the critic's decisions applied."""
         try:
             reference = (plans if is_crafter(task.name) else minedojo_skills).reference_plan(task.name)
@@ -163,7 +163,7 @@ class SlowAgent:
 # The messages: prompts/ filled in with the task and the run's numbers.
 
 def plan_messages(task: Task, env_doc: str, feedback: Feedback | None = None,
-                  previous: Plan | None = None, library: dict[str, str] | None = None) -> list[dict]:
+                  previous: Plan | None = None, catalogue: dict[str, str] | None = None) -> list[dict]:
     """The planner's messages (prompts/planner.py), filled in; `python slow_agent.py --task T` prints them."""
     rule = _subtasks_rule(task)
     if rule in (SUBTASKS_LONG, SUBTASKS_BENCHMARK):
@@ -175,8 +175,8 @@ def plan_messages(task: Task, env_doc: str, feedback: Feedback | None = None,
         milestones=", ".join(task.milestones) or "none",
         lo=SHAPING_RANGE[0], hi=SHAPING_RANGE[1], items=", ".join(task.items),
         initiation=(INITIATION_VIEW if task.cells else INITIATION_INVENTORY).format(cells=", ".join(task.cells)))
-    if library:
-        text += LIBRARY_NOTE.format(skills="\n".join(f"- {name}: {line}" for name, line in library.items()))
+    if catalogue:
+        text += LIBRARY_NOTE.format(skills="\n".join(f"- {name}: {line}" for name, line in catalogue.items()))
     if feedback is not None:
         moved = {n: "rl" for n in feedback.to_rl} | {n: "code" for n in feedback.to_code}
         text += REPLAN_PROMPT.format(previous=_plan_text(previous, moved) if previous else "(not kept)",

@@ -44,7 +44,7 @@ import evidence as EV
 import ppo as P
 import report
 import run_dir as RD
-from code_actions import Library, evaluate, grow_actions, reuse_skill, run_program, whole_task_subaction
+from code_actions import ActionSet, evaluate, grow_actions, reuse_skill, run_program, whole_task_subaction
 from core import Mode, Plan, api_doc
 from critic import Feedback, rollback_if_worse
 from fast_agent import FastAgent
@@ -64,7 +64,7 @@ class Args:
     """rlgpt: code actions + PPO | rl: plain PPO, no LLM | rl+config: plain PPO with the plan's action mask
     and reward shaping, no code actions | code: one program for the whole task, no RL"""
     llm: str = "auto"
-    """http | local | library | replay:<transcript.jsonl> | auto (http if an endpoint is set, else library)"""
+    """http | local | reference | replay:<transcript.jsonl> | auto (http if an endpoint is set, else reference)"""
     llm_url: str | None = None
     """OpenAI-compatible base URL (default: $RLGPT_LLM_URL or $OPENAI_BASE_URL); the key is read only
     from $OPENAI_API_KEY"""
@@ -124,80 +124,80 @@ def parse_args(argv: list[str] | None = None) -> tuple[Args, P.PPOConfig, argpar
     return (*cli.parse(parser, argv, Args, P.PPOConfig), parser)
 
 
-def agents_phase(args: Args, run: Run, slow: SlowAgent, fast: FastAgent, library: Library, state: LoopState,
+def agents_phase(args: Args, run: Run, slow: SlowAgent, fast: FastAgent, action_set: ActionSet, state: LoopState,
                  doc: str) -> None:
     """Steps 1-2 of an iteration: (re)plan, then write every code sub-action not yet accepted."""
-    k, it_dir = state.iteration, run.dir / f"iter_{state.iteration + 1}"  # as the log: [iter 1]
+    it, it_dir = state.iteration, run.dir / f"iter_{state.iteration + 1}"  # as the log: [iter 1]
     (it_dir / "skills").mkdir(parents=True, exist_ok=True)
     feedback = Feedback.from_dict(state.feedback) if state.feedback else None
-    before = {"plan": state.plan, "active": dict(library.active)}  # a change the critic made is measured
+    before = {"plan": state.plan, "active": dict(action_set.active)}  # a change the critic made is measured
     if args.mode == Mode.CODE:
         subs = [whole_task_subaction(args)]
         plan = Plan(args.task, [], subs, {"shaping": {}, "mask_actions": []})
     else:
         previous = Plan.from_dict(state.plan) if state.plan else None
         if run.skill_library is not None:  # read again every iteration: other runs may have added skills
-            slow.library = run.skill_library.catalogue(args.task, hand_written=slow.hand_written)
+            slow.catalogue = run.skill_library.catalogue(args.task, hand_written=slow.hand_written)
         try:
             if state.rolled_back:  # the critic's change was rolled back: train that plan again
                 state.rolled_back, plan = False, previous
             else:
                 if run.llm is not None:  # LLM calls can take minutes: say what we are waiting for
-                    tqdm.write(f"[iter {k + 1}] asking the slow agent for a plan ...")
+                    tqdm.write(f"[iter {it + 1}] asking the slow agent for a plan ...")
                 plan = slow.plan(run.task, doc, feedback=feedback, previous=previous)
         except (LLMError, AgentError) as e:
             if previous is None:
                 raise
-            tqdm.write(f"[iter {k + 1}] planning failed ({e}); carrying on with the last good plan")
+            tqdm.write(f"[iter {it + 1}] planning failed ({e}); carrying on with the last good plan")
             plan = previous
         finally:
-            RD.log_rejections(k, "plan", slow)
+            RD.log_rejections(it, "plan", slow)
         subs = [] if args.mode == Mode.RL_CONFIG else plan.code_subactions  # rl+config: the plan's RL config only
     state.plan = plan.to_dict()
     (it_dir / "plan.json").write_text(json.dumps(state.plan, indent=2))
     for sub in subs:
         fix = feedback.fixes.get(sub.name) if feedback else None
         variant = feedback.variants.get(sub.name) if feedback else None
-        if sub.name in library.active and not fix and not variant:  # accepted, and the critic is happy with it
-            library.add(sub.name, library.current(sub.name), sub.initiation)  # (a new initiation: a new version)
+        if sub.name in action_set.active and not fix and not variant:  # accepted, and the critic is happy with it
+            action_set.add(sub.name, action_set.current(sub.name), sub.initiation)  # (a new initiation: a new version)
             continue
         if args.mode == Mode.CODE and run.llm is None:  # (every branch sets `action`)
             programs = whole_task if E.is_crafter(args.task) else minedojo_skills
             action = programs.whole_task_program(args.task, args.max_macro_steps)
         elif variant:  # the critic chose another hand-written version of this skill (an LLM run: --hand-written)
             action = skills.variants(sub.name)[variant]
-            tqdm.write(f"[iter {k + 1}] {sub.name!r}: reference/skills.py's hand-written variant {variant!r}, "
+            tqdm.write(f"[iter {it + 1}] {sub.name!r}: reference/skills.py's hand-written variant {variant!r}, "
                        "not LLM output")
         elif sub.reuse and not fix and (action := reuse_skill(run.skill_library, sub.name, fast.check_and_dry_run,
-                                                              k + 1, slow.hand_written)):
+                                                              it + 1, slow.hand_written)):
             state.reused = state.reused + [sub.name]
         else:
             if run.llm is not None:
-                tqdm.write(f"[iter {k + 1}] asking the fast agent to write {sub.name!r} ...")
+                tqdm.write(f"[iter {it + 1}] asking the fast agent to write {sub.name!r} ...")
             examples = run.skill_library.related(f"{args.task} {sub.name} {sub.spec}") if run.skill_library else None
-            current = library.current(sub.name)
+            current = action_set.current(sub.name)
             action = fast.write(sub, doc, feedback=fix, examples=examples, current=current,
-                                stats=RD.last_code_stats(run, k).get(current.name) if current else None)
-            RD.record_attempts(fast.last_attempts, it_dir, sub.name, k + 1)
+                                stats=RD.last_code_stats(run, it).get(current.name) if current else None)
+            RD.record_attempts(fast.last_attempts, it_dir, sub.name, it + 1)
         if action is None:
             saved = f" (attempts in {it_dir / 'attempts'})" if (it_dir / "attempts").is_dir() else ""
-            tqdm.write(f"[iter {k + 1}] no working code for {sub.name!r}: it is left to RL{saved}")
-            library.active.pop(sub.name, None)
+            tqdm.write(f"[iter {it + 1}] no working code for {sub.name!r}: it is left to RL{saved}")
+            action_set.active.pop(sub.name, None)
             continue
-        action = library.add(sub.name, action, action.initiation if variant else sub.initiation)  # the variant's own
+        action = action_set.add(sub.name, action, action.initiation if variant else sub.initiation)  # the variant's own
         (it_dir / "skills" / f"{action.name}.py").write_text(action.source)
-    for name in [n for n in library.active if n not in {s.name for s in subs}]:
-        library.active.pop(name)  # the plan moved it to RL: masked from now on
-    if feedback is not None and (state.plan, library.active) != (before["plan"], before["active"]):
+    for name in [n for n in action_set.active if n not in {s.name for s in subs}]:
+        action_set.active.pop(name)  # the plan moved it to RL: masked from now on
+    if feedback is not None and (state.plan, action_set.active) != (before["plan"], before["active"]):
         state.before_change = before  # kept only if the next iteration is not worse (critic.rollback_if_worse)
-    tqdm.write(f"[iter {k + 1}] plan: {len(plan.subactions)} sub-actions; code actions in use: "
-               f"{RD.in_use_text(library)}")
+    tqdm.write(f"[iter {it + 1}] plan: {len(plan.subactions)} sub-actions; code actions in use: "
+               f"{RD.in_use_text(action_set)}")
 
 
-def train_iteration(args: Args, run: Run, ppo: P.PPO, library: Library, state: LoopState) -> None:
+def train_iteration(args: Args, run: Run, ppo: P.PPO, action_set: ActionSet, state: LoopState) -> None:
     """Steps 3-4 of an iteration: RL on this iteration's share of the budget, evaluation, the critic."""
-    k, t0 = state.iteration, time.time()
-    n_base = ppo.agent.n_actions - len(library.actions)
+    it, t0 = state.iteration, time.time()
+    n_base = ppo.agent.n_actions - len(action_set.actions)
     plan = Plan.from_dict(state.plan) if state.plan else None
     cu = CU.for_plan(state.curriculum, plan, args.total_steps - ppo.global_step, ppo.global_step) \
         if args.mode.uses_plan_config and E.is_crafter(args.task) else None  # the planner's chain
@@ -209,16 +209,16 @@ def train_iteration(args: Args, run: Run, ppo: P.PPO, library: Library, state: L
         envs.call("set_shaping", rl_config.get("shaping"))  # in every backend
         if E.is_crafter(args.task):  # the sub-task's bonus; the iteration the stats rows name, 1-based as iter_1/
             envs.call("set_subtask", cu.current if cu else None)
-            envs.set_attr("iteration", k + 1)
-        return library.mask(base_actions, rl_config.get("mask_actions", []))
+            envs.set_attr("iteration", it + 1)
+        return action_set.mask(base_actions, rl_config.get("mask_actions", []))
 
     mask = configure()
-    program = n_base + library.actions.index(library.current("solve_task")) \
-        if args.mode == Mode.CODE and "solve_task" in library.active else None
-    start, target = args.total_steps * k // args.iterations, args.total_steps * (k + 1) // args.iterations
+    program = n_base + action_set.actions.index(action_set.current("solve_task")) \
+        if args.mode == Mode.CODE and "solve_task" in action_set.active else None
+    start, target = args.total_steps * it // args.iterations, args.total_steps * (it + 1) // args.iterations
     progress, state.progress = state.progress, None
-    tally = IterationTally(run, library, progress, total=target - start,
-                           initial=min(target, ppo.global_step) - start, desc=f"iter {k + 1}/{args.iterations}")
+    tally = IterationTally(run, action_set, progress, total=target - start,
+                           initial=min(target, ppo.global_step) - start, desc=f"iter {it + 1}/{args.iterations}")
     stats = tally.stats
 
     def on_step(actions, infos) -> None:
@@ -228,13 +228,13 @@ def train_iteration(args: Args, run: Run, ppo: P.PPO, library: Library, state: L
 
     def on_update(step: int):  # at a rollout boundary: the curriculum may move on (-> its new mask)
         if moved := (cu.update(step) if cu is not None else None):
-            tqdm.write(f"[iter {k + 1}] {moved}")
+            tqdm.write(f"[iter {it + 1}] {moved}")
         state.curriculum = cu.to_dict() if cu is not None else None
         # checkpoint once past each multiple (not at the iteration's last update: main() saves after it)
         if step < target and step // args.checkpoint_every > run.checkpoint_mark:
             run.checkpoint_mark = step // args.checkpoint_every
             state.progress = tally.checkpoint()
-            save(run, ppo, library, state)
+            save(run, ppo, action_set, state)
             state.progress = None
         return configure() if moved else None  # the next sub-task's mask, shaping and bonus
 
@@ -249,30 +249,30 @@ def train_iteration(args: Args, run: Run, ppo: P.PPO, library: Library, state: L
     stats.gather()
     if run.rank:  # evaluation, the critic and the run directory are rank 0's
         return
-    RD.record_skills(run, library, stats, args.task, k + 1)
+    RD.record_skills(run, action_set, stats, args.task, it + 1)
     mask = configure() if cu is not None else mask  # the mask of the last sub-task trained
-    ev = evaluate(ppo.agent, args, library, mask, k, ppo.cfg.gamma, fixed_action=program)
-    critic_stats = EV.critic_stats(args, ppo.cfg.num_steps, k + 1, (start, ppo.global_step), tally, ev,
-                                   RD.episode_rows(run, k + 1))
-    RD.record_iteration(run, state, critic_stats, ev, stats, library, CU.plan_rl_config(args.mode, state),
+    ev = evaluate(ppo.agent, args, action_set, mask, it, ppo.cfg.gamma, fixed_action=program)
+    critic_stats = EV.critic_stats(args, ppo.cfg.num_steps, it + 1, (start, ppo.global_step), tally, ev,
+                                   RD.episode_rows(run, it + 1))
+    RD.record_iteration(run, state, critic_stats, ev, stats, action_set, CU.plan_rl_config(args.mode, state),
                         ppo.agent.n_actions, t0)
-    if why := rollback_if_worse(state, library):  # the critic's last change, measured
-        tqdm.write(f"[iter {k + 1}] the critic's change: {why}")
-    if args.mode == Mode.RL or k + 1 == args.iterations or state.rolled_back:
+    if why := rollback_if_worse(state, action_set):  # the critic's last change, measured
+        tqdm.write(f"[iter {it + 1}] the critic's change: {why}")
+    if args.mode == Mode.RL or it + 1 == args.iterations or state.rolled_back:
         return  # (after a rollback the critic's view of the dropped plan is moot: that plan trains again)
     frames = report.png_frames(ev["failed_frames"]) if args.vision else None
-    active = [a for a in library.actions if a.name in library.active.values()]
+    active = [a for a in action_set.actions if a.name in action_set.active.values()]
     try:
         if run.llm is not None:
-            tqdm.write(f"[iter {k + 1}] asking the critic ...")
+            tqdm.write(f"[iter {it + 1}] asking the critic ...")
         feedback = run.slow.critique(plan, active, critic_stats, frames)
     except (LLMError, AgentError) as e:
-        tqdm.write(f"[iter {k + 1}] the critic failed ({e}); the next plan goes without feedback")
+        tqdm.write(f"[iter {it + 1}] the critic failed ({e}); the next plan goes without feedback")
         return
     finally:
-        RD.log_rejections(k, "critic", run.slow)
+        RD.log_rejections(it, "critic", run.slow)
     state.feedback = feedback.to_dict()
-    RD.record_feedback(run, k + 1, feedback)
+    RD.record_feedback(run, it + 1, feedback)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -305,12 +305,12 @@ def main(argv: list[str] | None = None) -> int:
     if rank == 0 and args.mode == Mode.RLGPT:
         run.skill_library = RD.open_skill_library(args, api.__name__, doc)
     ppo = P.PPO(agent, cfg, device=device, total_steps=args.total_steps)
-    library = Library()
+    action_set = ActionSet()
     state = LoopState()
     episode_numbers = []
     if args.resume and (run_dir / "checkpoint.pt").is_file():
-        library, state, episode_numbers = RD.resume(run, ppo)
-    run.envs, run.envs_started = RD.make_train_envs(args, run, cfg, library, episode_numbers), False
+        action_set, state, episode_numbers = RD.resume(run, ppo)
+    run.envs, run.envs_started = RD.make_train_envs(args, run, cfg, action_set, episode_numbers), False
     run.checkpoint_mark = ppo.global_step // args.checkpoint_every
     if rank:  # each rank samples its own actions (a checkpoint holds rank 0's RNG state)
         P.seed_everything(args.seed + 1000 * rank + ppo.global_step)
@@ -322,19 +322,19 @@ def main(argv: list[str] | None = None) -> int:
             run.iteration = state.iteration
             if state.phase == "plan":
                 if args.mode.plans and rank == 0:
-                    agents_phase(args, run, slow, fast, library, state, doc)
+                    agents_phase(args, run, slow, fast, action_set, state, doc)
                 if world > 1:  # every rank gets rank 0's plan and code actions, in the same order
-                    state, actions, active = D.broadcast([state, [asdict(a) for a in library.actions],
-                                                          library.active])
-                    library = Library([E.CodeAction(**a) for a in actions], active)
-                old_mask = library.mask(base_actions, CU.plan_rl_config(args.mode, state).get("mask_actions", []))
-                grow_actions(ppo, run.envs, library, n_base, old_mask)
+                    state, actions, active = D.broadcast([state, [asdict(a) for a in action_set.actions],
+                                                          action_set.active])
+                    action_set = ActionSet([E.CodeAction(**a) for a in actions], active)
+                old_mask = action_set.mask(base_actions, CU.plan_rl_config(args.mode, state).get("mask_actions", []))
+                grow_actions(ppo, run.envs, action_set, n_base, old_mask)
                 state.phase = "train"
-                save(run, ppo, library, state)
-            train_iteration(args, run, ppo, library, state)
+                save(run, ppo, action_set, state)
+            train_iteration(args, run, ppo, action_set, state)
             state.iteration += 1
             state.phase = "plan"
-            save(run, ppo, library, state)
+            save(run, ppo, action_set, state)
         RD.write_unfinished(run)  # the episodes still going when the budget ran out
     except KeyboardInterrupt:
         print(f"\ninterrupted: resume with  python train.py --resume {run_dir}", file=sys.stderr)
@@ -344,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         RD.close(run)
     if world > 1:
-        RD.check_ranks_agree(run_dir, ppo, library, rank)
+        RD.check_ranks_agree(run_dir, ppo, action_set, rank)
         D.leave()
         if rank:
             return 0

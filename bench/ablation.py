@@ -120,8 +120,8 @@ def iterations(run_dir: Path) -> list[dict]:
     rows = report.read_jsonl(run_dir / "stats.jsonl")
     changes = {int(k): why[:200] for k, why in re.findall(r"^\[iter (\d+)\] the critic's change: (.*)$", log, re.M)}
     out = []
-    # k: iter_k's number, 1-based as the stats rows name the iteration they ended in
-    for k, path in sorted((int(p.parent.name.split("_")[1]), p) for p in run_dir.glob("iter_*/stats.json")):
+    # iteration: iter_<iteration>'s number, 1-based as the stats rows name the iteration they ended in
+    for iteration, path in sorted((int(p.parent.name.split("_")[1]), p) for p in run_dir.glob("iter_*/stats.json")):
         stats, feedback = json.loads(path.read_text()), path.parent / "feedback.json"
         actions = {name: {"chosen": row["chosen"], "success_rate": row["success_rate"],
                           "error": str(row["errors"][0][0])[:120] if row.get("errors") else None,
@@ -130,7 +130,7 @@ def iterations(run_dir: Path) -> list[dict]:
         fb = json.loads(feedback.read_text()) if feedback.is_file() else None
         out.append({"iteration": stats.get("iteration"), "env_steps": stats.get("env_steps"),
                     "train": {"success": stats.get("success_rate"), "n": stats.get("success_episodes")},
-                    "episode_length": episode_length(rows, k),
+                    "episode_length": episode_length(rows, iteration),
                     "change": changes.get(stats.get("iteration")), "code_actions": actions,
                     "critic": fb.get("summary", "")[:300] if fb else None,
                     "decided": [str(r)[:160] for r in fb.get("reasons", [])[:6]] if fb else []})
@@ -205,7 +205,7 @@ def command_for(cell: Cell, run_dir: Path, extra: list[str]) -> list[str]:
     """The train.py command that starts `cell`, or continues its unfinished run."""
     if (run_dir / "config.json").is_file():
         return [sys.executable, str(ROOT / "train.py"), "--resume", str(run_dir)]
-    llm = [] if cell.mode == "rl" else ["--llm", "library"]  # rl+config needs the plan, code the program
+    llm = [] if cell.mode == "rl" else ["--llm", "reference"]  # rl+config needs the plan, code the program
     # rlgpt-1iter's --iterations 1 comes last: nothing in `extra` (--quick's --iterations 2) may undo it
     mode, defining = ("rlgpt", ["--iterations", "1"]) if cell.mode == "rlgpt-1iter" else (cell.mode, [])
     # --skills none: no skill library shared between cells, so no cell (or seed) reuses another's skills

@@ -9,7 +9,7 @@ Per task, on the same world seeds and rollout sizes (8 envs x 128 decisions, 4 m
 thread, fastcrafter), three modes as train.py runs them:
   rl     ppo.PPO over the task's base actions (train.py --mode rl);
   rlgpt  the same PPO with the code actions of the hand-written reference plan appended (plans.reference_plan,
-         what `--llm library` gives train.py), each new action at PPO's new-action prior, the plan's action mask
+         what `--llm reference` gives train.py), each new action at PPO's new-action prior, the plan's action mask
          applied: a fresh policy, so code actions run about as often as at the start of training;
   code   the whole-task program (whole_task.whole_task_program) called at every decision of every env, no learner
          (train.py --mode code).
@@ -46,7 +46,7 @@ class Mode:
         if mode == "rlgpt":
             plan = plans.reference_plan(task)
             actions = [dataclasses.replace(skills.skill_for(s["name"]), initiation=s.get("initiation", {}))
-                       for s in plan["subactions"] if s["how"] == "code"]  # as train.py's Library.add gives them
+                       for s in plan["subactions"] if s["how"] == "code"]  # as train.py's ActionSet.add gives them
             masked = plan["rl_config"]["mask_actions"]
         elif mode == "code":
             actions = [whole_task.whole_task_program(task)]

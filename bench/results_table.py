@@ -329,7 +329,7 @@ def section(found: list[dict], cells: list[Cell], slow: list[Cell], md_dir: Path
     lines = [MARKERS[0], GENERATED,
              f"Current results versions (`RESULTS_VERSION` in `bench/grid.py`, one per mode): {versions}. "
              f"{n_main} of {len(cells)} grid cells have a result. The `code`, `rlgpt`, `rlgpt-1iter` and `rl+config` "
-             "cells use the hand-written reference skills and plans (`--llm library`), not an LLM.", "",
+             "cells use the hand-written reference skills and plans (`--llm reference`), not an LLM.", "",
              *success_table("**Training success at the budget**: the training episodes that finished in the last "
                             "tenth of each run's env-step budget; mean ± sd over seeds (n = seeds, then the "
                             "episodes pooled over them); — = no result yet.", current, cells,
@@ -365,7 +365,7 @@ def headline(found: list[dict], cells: list[Cell], results_page: str) -> str:
         table.append(f"| crafter: Crafter score | {crafter[0].budget} | " + " | ".join(scores) + " |")
     published = ", ".join(f"{name} {score}" for name, steps, score in PUBLISHED if steps == "1M")
     return "\n".join([HEADLINE[0], GENERATED, *table, "",
-                      f"All modes but `rl` use the hand-written reference skills and plans (`--llm library`), not "
+                      f"All modes but `rl` use the hand-written reference skills and plans (`--llm reference`), not "
                       f"an LLM. Published Crafter scores at 1M env steps, quoted for scale: {published}. "
                       f"Evaluation, plots, targets, per-seed lines and the slow-loop grid: [{results_page}]"
                       f"({results_page}).", HEADLINE[1]])

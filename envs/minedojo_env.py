@@ -173,7 +173,7 @@ class MineDojoEnv(gym.Env):
 
     Observation: {"image": (H, W, 3) uint8 from MineDojo's channel-first `rgb`; "inventory": (len(TRACKED),)
     int32 counts, clipped at 64}. Action: Discrete(36), the paper's reduced space; action 0 is the full noop,
-    as in Crafter (env.CodeActions charges an idle code action with it). `step` also takes a full
+    as in Crafter (env.CodeActionWrapper charges an idle code action with it). `step` also takes a full
     MultiDiscrete 8-vector: the primitive API needs craft/equip/place, which the reduced space leaves out.
     MineDojo's seed is fixed when the simulator is built (a new world costs minutes), so `reset(seed=...)`
     only reseeds Gymnasium's own RNG. `frames = []` records the episode's frames (evaluation GIF, critic)."""

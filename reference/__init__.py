@@ -1,4 +1,4 @@
-"""The hand-written reference library: the offline stand-in for the LLM (`--llm library`).
+"""The hand-written reference skills and plans: the offline stand-in for the LLM (`--llm reference`).
 
 Skills, plans and whole-task programs written by hand by the project's engineers, never by a model and
 always labelled so, so that RL-GPT's whole method runs with no LLM endpoint, and LLM-written code has a

@@ -1,5 +1,5 @@
 """The hand-written whole-benchmark program for Crafter: `--mode code --task crafter` with no LLM, and
-the `play_crafter` code action of the library's crafter plan (plans.reference_plan).
+the `play_crafter` code action of the reference crafter plan (plans.reference_plan).
 
 Written by hand by the project's engineers; never LLM output (whole_task.whole_task_program labels it so).
 It is one code action, `solve_task(api)`, called again and again until the episode ends; each call

@@ -1,8 +1,8 @@
 """Hand-written reference skills and plans for MineDojo's first Plan4MC tasks: RL-GPT with no LLM.
 
 Everything here was written by hand by the project's engineers, like skills.py and plans.py for Crafter. It is NOT
-model output and is labelled so: it is what the `library` backend of the slow and fast agents
-(`--llm library`) uses on a `minedojo:` task of envs.minedojo_env.TASKS (harvest_log, craft_planks,
+model output and is labelled so: it is what the reference backend of the slow and fast agents
+(`--llm reference`) uses on a `minedojo:` task of envs.minedojo_env.TASKS (harvest_log, craft_planks,
 craft_stick, craft_crafting_table, craft_wooden_pickaxe). The skills use only the MineDojo primitive
 API (minedojo_env.MineDojoAPI) and go through the same sandbox check and dry run as LLM code.
 

@@ -1,7 +1,7 @@
 """Hand-written reference plans for Crafter, in the slow agent's JSON shape: RL-GPT's planner with no LLM.
 
 Written by hand by the project's engineers, like the skills they use (skills.py); never LLM output. With
-those skills they are the `library` backend of the slow agent (`--llm library`). The split follows the
+those skills they are the reference backend of the slow agent (`--llm reference`). The split follows the
 paper: searching for something from pixels is left to RL, the fixed procedure once it is in view is code.
 
     python -m reference.plans collect_diamond    # the reference plan of a task, as the slow agent's JSON

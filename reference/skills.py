@@ -1,8 +1,8 @@
 """Hand-written reference skills for Crafter, and their variants: RL-GPT's code actions with no LLM at all.
 
 Everything here was written by hand by the project's engineers. It is NOT model output and is never
-presented as such: with the reference plans (plans.py) it is the `library` backend of the slow and fast
-agents (`--llm library`), so a user without an LLM endpoint still sees the whole method run, and it is
+presented as such: with the reference plans (plans.py) it is the reference backend of the slow and fast
+agents (`--llm reference`), so a user without an LLM endpoint still sees the whole method run, and it is
 the yardstick that LLM-written code is compared with. The skills use only the primitive API
 (`env.api_doc()`) and go through the same sandbox check and dry-run as LLM code.
 

@@ -12,7 +12,7 @@ MAX_LEN = 1_000_000  # longest str/list/tuple/range one operation may build, or 
 # Largest |int| the code may build. From 2**61 - 1 on, ints share hashes (hash(x) is x mod 2**61 - 1),
 # and a set of a few thousand colliding ints takes seconds of quadratic work in one C call.
 MAX_INT = 2**60
-TIME_LIMIT_S = 1.0  # wall time a call may run outside its env steps (env.CodeActions' default)
+TIME_LIMIT_S = 1.0  # wall time a call may run outside its env steps (env.CodeActionWrapper's default)
 MAX_DEPTH = 200  # nested calls of the model's own functions
 MAX_ITERATIONS = 50_000  # loop iterations plus calls of the model's own functions per run: a deterministic
 # bound on its work. Each runs at least one line, so this refuses nothing a 50,000-line budget allows; the

@@ -50,7 +50,7 @@ from sandbox.limits import (
 ADDRESS_SPACE_MB = 256  # address space the worker may map beyond its start-up size (code stack included)
 MAX_RESULT_ITEMS = 10_000  # items in a returned value (only `is True` matters to the env)
 MAX_ERROR_CHARS = 500  # an exception's message, as shown to the fast agent
-_CACHED_ACTIONS = 64  # compiled code actions kept per worker (a library holds a few dozen)
+_CACHED_ACTIONS = 64  # compiled code actions kept per worker (a run's action set holds a few dozen)
 _STOPS = {cls.reason: cls for cls in limits.Interrupt.__subclasses__()}  # the stops the trainer sends
 _ERRORS = {**guards.SAFE_EXCEPTIONS, "AttributeError": AttributeError}
 _PAGE_MB = resource.getpagesize() / 2**20

@@ -28,7 +28,7 @@ def fake_run(run_dir: Path, cell: G.Cell, lengths: list[int], unlocked: list[dic
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.json").write_text(json.dumps(
         {"args": {"task": cell.task, "mode": cell.mode, "seed": cell.seed, "total_steps": cell.budget,
-                  "eval_episodes": 8}, "backend": "library", "device": "cpu"}))
+                  "eval_episodes": 8}, "backend": "reference", "device": "cpu"}))
     last = sum(lengths)
     rows = [{"global_step": last // 2, "charts/success_rate": 0.5}]
     rows += [{"global_step": last, "eval/success_rate": e} for e in evals]
@@ -196,7 +196,7 @@ def test_only_cells_without_a_current_result_run_and_each_result_is_written_at_o
     monkeypatch.setattr(A.subprocess, "Popen", FakeTrain(calls))
     A.execute([done, stale, new], tmp_path / "out", results, ["--num-envs", "4"])
     assert [c[c.index("--mode") + 1] for c in calls] == ["code", "rlgpt"]  # the stale one runs again
-    assert all(c[c.index("--llm") + 1] == "library" and c[-2:] == ["--num-envs", "4"] for c in calls)
+    assert all(c[c.index("--llm") + 1] == "reference" and c[-2:] == ["--num-envs", "4"] for c in calls)
     assert calls[0][calls[0].index("--total-steps") + 1] == "50000"
     for cell in (stale, new):
         r = json.loads((results / f"{cell.name}.json").read_text())

@@ -1,4 +1,4 @@
-"""The slow agent (planner and critic) driven through a scripted HTTP LLM server, and the library backends
+"""The slow agent (planner and critic) driven through a scripted HTTP LLM server, and the reference backends
 of both agents (tests/test_fast_agent.py drives the fast agent).
 
     python -m pytest -q tests/test_agents.py
@@ -168,7 +168,7 @@ def test_reuse_is_offered_only_with_a_skill_library_and_keeping_a_name_is_the_wa
     repair = srv.requests[1].json["messages"][-1]["content"]
     assert "this run has no skill library" in repair and "keeps its name keeps its accepted code" in repair
     agent = SlowAgent(None)
-    agent.llm, agent.library = None, {"chop_tree": "Chop a tree."}
+    agent.llm, agent.catalogue = None, {"chop_tree": "Chop a tree."}
     with FakeLLMServer([json.dumps(reused)]) as srv:
         agent.llm = client(srv)
         assert agent.plan(get_task("collect_wood"), DOC).subactions[1].reuse
@@ -288,10 +288,10 @@ def test_rule_based_critic_flags_failing_unused_and_missing_code():
 
 
 # ----------------------------------------------------------------------------------------------
-# Library backends: no LLM anywhere.
+# Reference backends: no LLM anywhere.
 
 
-def test_library_slow_agent_plans_every_task():
+def test_reference_slow_agent_plans_every_task():
     for name, task in TASKS.items():
         plan = SlowAgent(None).plan(task, DOC)
         assert plan.task == name and plan.subactions
@@ -303,7 +303,7 @@ def test_library_slow_agent_plans_every_task():
             assert replanned.subactions[plan.subactions.index(plan.code_subactions[0])].how == "rl"
 
 
-def test_library_fast_agent_returns_checked_skills(monkeypatch):
+def test_reference_fast_agent_returns_checked_skills(monkeypatch):
     agent = FastAgent(None)
     for name, skill in skills.SKILLS.items():
         assert agent.write(SubAction(name, "code", ""), DOC) is skill, (name, agent.last_attempts)

@@ -436,16 +436,16 @@ def test_a_model_that_answers_prose_only_is_named_with_its_endpoint_in_the_error
     assert srv.url in str(e.value) and "prose-model" in str(e.value) and "not valid JSON" in str(e.value)
 
 
-def test_a_hand_written_skill_from_the_library_is_reused_only_where_allowed():
-    class Library:
+def test_a_hand_written_skill_from_the_skill_library_is_reused_only_where_allowed():
+    class FakeSkillLibrary:
         def reuse(self, name, check):
             return skills.SKILLS[name], "chop_tree-abc"
 
-    assert reuse_skill(Library(), "chop_tree", None, 1, hand_written=True) is skills.SKILLS["chop_tree"]
-    assert reuse_skill(Library(), "chop_tree", None, 1, hand_written=False) is None
+    assert reuse_skill(FakeSkillLibrary(), "chop_tree", None, 1, hand_written=True) is skills.SKILLS["chop_tree"]
+    assert reuse_skill(FakeSkillLibrary(), "chop_tree", None, 1, hand_written=False) is None
 
 
-def test_the_planner_of_an_llm_run_is_offered_no_hand_written_skill_from_the_library(tmp_path):
+def test_the_planner_of_an_llm_run_is_offered_no_hand_written_skill_from_the_skill_library(tmp_path):
     library = SkillLibrary(tmp_path, "crafter")
     library.seed()  # the reference skills, origin hand-written
     assert "chop_tree" in library.catalogue("collect_wood")

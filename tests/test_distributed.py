@@ -16,7 +16,7 @@ import train
 from tests.test_train import TINY, history, run_dir
 
 ROOT = Path(train.__file__).parent
-ARGS = TINY + ["--task", "place_table", "--llm", "library"]  # place_table: the plan has 2 code actions
+ARGS = TINY + ["--task", "place_table", "--llm", "reference"]  # place_table: the plan has 2 code actions
 MAX_OVERSHOOT = 2 * 24  # one vector step of all ranks: --num-envs 2 (global) x --max-macro-steps 24
 
 

@@ -1,7 +1,7 @@
 """The MineDojo adapter against a stand-in: MineDojo cannot be installed here, so a fake `minedojo`
 module with MineDojo's documented observation keys and MultiDiscrete action space records every
 action it receives. The adapter first, then the reference skills, then train.py's four modes end to
-end on it (the library backend, tiny budgets). Run: python -m pytest -q tests/test_minedojo.py
+end on it (the reference backend, tiny budgets). Run: python -m pytest -q tests/test_minedojo.py
 """
 
 import json
@@ -356,7 +356,7 @@ def test_each_tasks_whole_task_program_solves_it_on_the_stand_in(fake, task):
 
 
 @pytest.mark.parametrize("task", list(minedojo_env.TASKS))
-def test_the_library_backend_plans_minedojo_and_its_skills_pass_the_dry_run(fake, task):
+def test_the_reference_backend_plans_minedojo_and_its_skills_pass_the_dry_run(fake, task):
     doc = api_doc(minedojo_env.MineDojoAPI)
     plan = SlowAgent(None).plan(env.get_task(task), doc)
     assert {s.name for s in plan.code_subactions} <= set(minedojo_skills.SKILLS) and plan.code_subactions
@@ -413,24 +413,24 @@ def test_prompts_name_minecraft_and_show_a_minedojo_example(fake):
 
 
 # ----------------------------------------------------------------------------------------------
-# train.py on the stand-in, every mode, the library backend, tiny budgets.
+# train.py on the stand-in, every mode, the reference backend, tiny budgets.
 
 
 @pytest.fixture
 def taken(monkeypatch):
-    """Every action index the run's CodeActions envs were given (base actions and code actions)."""
-    seen, step = [], env.CodeActions.step
+    """Every action index the run's CodeActionWrapper envs were given (base actions and code actions)."""
+    seen, step = [], env.CodeActionWrapper.step
 
     def spy(self, action):
         seen.append(int(action))
         return step(self, action)
 
-    monkeypatch.setattr(env.CodeActions, "step", spy)
+    monkeypatch.setattr(env.CodeActionWrapper, "step", spy)
     return seen
 
 
 def train_on(tmp_path, task: str, mode: str, total_steps: int = 128):
-    argv = ["--task", task, "--mode", mode, "--llm", "library", "--iterations", "1", "--total-steps",
+    argv = ["--task", task, "--mode", mode, "--llm", "reference", "--iterations", "1", "--total-steps",
             str(total_steps), "--num-envs", "2", "--num-steps", "16", "--eval-episodes", "1",
             "--checkpoint-every", "10000", "--runs-dir", str(tmp_path), "--run-name", "r"]
     assert train.main(argv) == 0
@@ -489,8 +489,8 @@ def test_an_unknown_minedojo_task_id_exits_2_naming_it(fake, task, tmp_path, cap
 
 
 @pytest.mark.parametrize("mode", ["code", "rlgpt"])
-def test_the_library_backend_on_a_minedojo_task_without_reference_skills_exits_2(fake, mode, tmp_path, capsys):
+def test_the_reference_backend_on_a_minedojo_task_without_reference_skills_exits_2(fake, mode, tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
-        train.main(["--task", "minedojo:" + RAW, "--mode", mode, "--llm", "library", "--runs-dir", str(tmp_path)])
+        train.main(["--task", "minedojo:" + RAW, "--mode", mode, "--llm", "reference", "--runs-dir", str(tmp_path)])
     err = capsys.readouterr().err
     assert e.value.code == 2 and f"minedojo:{RAW} needs an LLM" in err and list(tmp_path.iterdir()) == []

@@ -39,14 +39,14 @@ class ToyEnv(gym.Env):
         return self._obs(), {}
 
     def step(self, action):
-        k = 3 if action == MACRO else 1
+        steps = 3 if action == MACRO else 1
         self.t += 1
-        self.length += k
+        self.length += steps
         reward = float(action == 2) + 0.1 * self.t
         self.ret += reward
         done = self.t >= self.ep_len
         terminated, truncated = done and self.episode % 2 == 0, done and self.episode % 2 == 1
-        info = {"prim_steps": k}
+        info = {"prim_steps": steps}
         if done:
             info["episode"] = {"r": self.ret, "l": self.length, "success": terminated}
         return self._obs(), reward, terminated, truncated, info
@@ -76,8 +76,8 @@ def test_gae_hand_computed():
     next_values = torch.tensor([[1.0], [2.0], [3.0], [9.0]])
     terminated = torch.tensor([[0.0], [0.0], [0.0], [1.0]])
     dones = torch.tensor([[0.0], [0.0], [1.0], [1.0]])
-    k_steps = torch.tensor([[1.0], [3.0], [1.0], [1.0]])
-    adv, ret = compute_gae(rewards, values, next_values, terminated, dones, k_steps, g, lam)
+    prim_steps = torch.tensor([[1.0], [3.0], [1.0], [1.0]])
+    adv, ret = compute_gae(rewards, values, next_values, terminated, dones, prim_steps, g, lam)
     a3 = 1.0 - 0.7  # terminal: no bootstrap
     a2 = 0.5 + 0.9 * 3.0 - 2.0  # truncated: bootstrap from V(final_obs), trace cut
     a1 = (2.0 + 0.729 * 2.0 - 1.0) + 0.729 * 0.512 * a2  # gamma^3 bootstrap, (gamma lambda)^3 trace: macro step
@@ -94,23 +94,23 @@ def test_rollout_feeds_gae_semi_mdp_discounts_and_truncation_bootstrap(monkeypat
     ppo = PPO(agent, cfg)
     seen = {}
 
-    def spy(rewards, values, next_values, terminated, dones, k_steps, gamma, lam):
+    def spy(rewards, values, next_values, terminated, dones, prim_steps, gamma, lam):
         if seen:  # keep the first (full) rollout only
-            return compute_gae(rewards, values, next_values, terminated, dones, k_steps, gamma, lam)
+            return compute_gae(rewards, values, next_values, terminated, dones, prim_steps, gamma, lam)
         seen.update(rewards=rewards.clone(), next_values=next_values.clone(), terminated=terminated.clone(),
-                    dones=dones.clone(), k_steps=k_steps.clone(), gamma=gamma, values=values.clone())
+                    dones=dones.clone(), prim_steps=prim_steps.clone(), gamma=gamma, values=values.clone())
         seen["final_v"] = agent.get_value(torch.tensor([[1.0, 1.0, 0.5]]))  # truncated episode's last obs
-        return compute_gae(rewards, values, next_values, terminated, dones, k_steps, gamma, lam)
+        return compute_gae(rewards, values, next_values, terminated, dones, prim_steps, gamma, lam)
 
     monkeypatch.setattr(ppo_mod, "compute_gae", spy)
     actions = []
     ppo.train(envs, 6 * 2 * 3, on_step=lambda a, infos: actions.append(a.copy()))  # >= one full rollout
     actions = np.stack(actions)  # (T, N)
-    k_all = np.where(actions == MACRO, 3, 1)
-    assert ppo.global_step == k_all.sum()  # the budget counts primitive steps
+    steps_all = np.where(actions == MACRO, 3, 1)
+    assert ppo.global_step == steps_all.sum()  # the budget counts primitive steps
     assert 36 <= ppo.global_step < 36 + 2 * 3  # stops within one vector step of the budget
-    k = k_all[:6]
-    torch.testing.assert_close(seen["k_steps"], torch.tensor(k, dtype=torch.float32))  # ToyEnv's macro: 3 steps
+    steps = steps_all[:6]
+    torch.testing.assert_close(seen["prim_steps"], torch.tensor(steps, dtype=torch.float32))  # ToyEnv's macro: 3 steps
     assert seen["gamma"] == 0.9
     # episode 0 (steps 0-2) terminates, episode 1 (steps 3-5) is truncated
     torch.testing.assert_close(seen["terminated"][:, 0], torch.tensor([0, 0, 1, 0, 0, 0.0]))
@@ -128,13 +128,13 @@ class ScriptedAPI(PrimitiveAPI):
 
 class ScriptedEnv(gym.Env):
     """Known rewards: primitive step j of an episode (j = 0, 1, ...) pays 1 + j; episodes terminate after
-    EP_LEN primitive steps. Code actions (through env.CodeActions) run against ScriptedAPI."""
+    EP_LEN primitive steps. Code actions (through env.CodeActionWrapper) run against ScriptedAPI."""
 
     EP_LEN = 10
 
     def __init__(self):
         self.observation_space = gym.spaces.Box(0.0, 1.0, (2,), np.float32)
-        self.action_space = gym.spaces.Discrete(1)  # one primitive action; CodeActions adds action 1
+        self.action_space = gym.spaces.Discrete(1)  # one primitive action; CodeActionWrapper adds action 1
 
     def _obs(self):
         return np.array([self.j / self.EP_LEN, 1.0], dtype=np.float32)
@@ -156,13 +156,13 @@ class ScriptedEnv(gym.Env):
 
 def test_semi_mdp_returns_and_advantages_match_a_hand_computation(monkeypatch):
     """Primitive steps and a 3-step code action mixed: PPO must see R = sum_i gamma^i r_i for the macro
-    step and bootstrap with gamma^k. With lambda 1 and a critic that says V = c everywhere, the return PPO
+    step and bootstrap with gamma^prim_steps. With lambda 1 and a critic that says V = c everywhere, the return PPO
     computes for a decision is then the return discounted once per primitive step, whatever the mix of
-    decisions it falls into: a closed form of the env's rewards. (The (gamma lambda)^k trace for lambda < 1
+    decisions it falls into: a closed form of the env's rewards. (The (gamma lambda)^prim_steps trace for lambda < 1
     is checked on hand-computed numbers in test_gae_hand_computed.)"""
     g, c, T = 0.9, 0.25, 12
     wait3 = E.CodeAction("wait3", "def wait3(api):\n    api.wait(3)\n    return True\n")
-    envs = gym.vector.SyncVectorEnv([lambda: E.CodeActions(ScriptedEnv(), [wait3], gamma=g) for _ in range(2)],
+    envs = gym.vector.SyncVectorEnv([lambda: E.CodeActionWrapper(ScriptedEnv(), [wait3], gamma=g) for _ in range(2)],
                                     autoreset_mode=SAME_STEP)
     seed_everything(6)
     agent = Agent(envs.single_observation_space, 2)
@@ -180,7 +180,7 @@ def test_semi_mdp_returns_and_advantages_match_a_hand_computation(monkeypatch):
     taken = []
     ppo = PPO(agent, PPOConfig(num_steps=T, gamma=g, gae_lambda=1.0, update_epochs=1))
     ppo.train(envs, 3 * 2 * T, on_step=lambda a, infos: taken.append(a.copy()))  # the first rollout is full
-    rewards, values, next_values, terminated, dones, k_steps, gamma, gl, adv, ret = seen[0]
+    rewards, values, next_values, terminated, dones, prim_steps, gamma, gl, adv, ret = seen[0]
     taken = np.stack(taken)[:T]
     assert (taken == 0).any() and (taken == 1).any(), "the test needs primitive and macro steps mixed"
     assert (gamma, gl) == (g, 1.0) and (values == c).all()
@@ -190,17 +190,17 @@ def test_semi_mdp_returns_and_advantages_match_a_hand_computation(monkeypatch):
         return sum(g ** (i - j) * (1.0 + i) for i in range(j, end))
 
     for n in range(2):
-        j, starts, expect_r, expect_k, expect_done = 0, [], [], [], []
+        j, starts, expect_r, expect_steps, expect_done = 0, [], [], [], []
         for a in taken[:, n]:  # replay the episode by hand: rewards 1 + j, episodes of EP_LEN steps
-            k = min(3 if a == 1 else 1, ScriptedEnv.EP_LEN - j)
+            steps = min(3 if a == 1 else 1, ScriptedEnv.EP_LEN - j)
             starts.append(j)
-            expect_r.append(sum(g ** i * (1.0 + j + i) for i in range(k)))
-            expect_k.append(k)
-            j += k
+            expect_r.append(sum(g ** i * (1.0 + j + i) for i in range(steps)))
+            expect_steps.append(steps)
+            j += steps
             expect_done.append(j >= ScriptedEnv.EP_LEN)
             j = 0 if expect_done[-1] else j
         torch.testing.assert_close(rewards[:, n], torch.tensor(expect_r))
-        torch.testing.assert_close(k_steps[:, n], torch.tensor(expect_k, dtype=torch.float32))
+        torch.testing.assert_close(prim_steps[:, n], torch.tensor(expect_steps, dtype=torch.float32))
         torch.testing.assert_close(dones[:, n], torch.tensor(expect_done, dtype=torch.float32))
         last_done = max(t for t in range(T) if expect_done[t]) if any(expect_done) else -1
         for t in range(T):  # to the episode's end, or to the rollout's end and V = c there
@@ -393,7 +393,7 @@ def test_masked_actions_never_sampled_and_get_no_gradient():
 
 class GatedToyEnv(ToyEnv):
     """ToyEnv whose action 2 may start only on even decisions of an episode (a code action's initiation
-    condition, as env.CodeActions reports it: action_mask() and info["action_mask"] after reset and step).
+    condition, as env.CodeActionWrapper reports it: action_mask() and info["action_mask"] after reset and step).
     It counts each action by whether its state allowed it."""
 
     def action_mask(self):

@@ -118,7 +118,7 @@ def test_the_plan_may_reuse_only_skills_the_library_holds():
     good = dict(agent_plan, subactions=[dict(agent_plan["subactions"][0], name="chop_tree")])
     with FakeLLMServer([json.dumps(agent_plan), json.dumps(good)]) as srv:
         slow = SlowAgent(LLMClient(srv.url, "fake", max_retries=0, sleep=lambda s: None))
-        slow.library = {"chop_tree": "Walk to the nearest visible tree and chop it once (hand-written)."}
+        slow.catalogue = {"chop_tree": "Walk to the nearest visible tree and chop it once (hand-written)."}
         plan = slow.plan(get_task("collect_wood"), DOC)
     first = srv.requests[0].json["messages"][1]["content"]
     assert "- chop_tree: Walk to the nearest visible tree" in first and '"reuse": true' in first
@@ -279,5 +279,5 @@ def test_skills_flag_default_none_and_bad_path(tmp_path, capsys):
     afile = tmp_path / "afile"
     afile.write_text("")
     with pytest.raises(SystemExit) as e:
-        train.main(["--skills", str(afile), "--runs-dir", str(tmp_path / "runs"), "--llm", "library"])
+        train.main(["--skills", str(afile), "--runs-dir", str(tmp_path / "runs"), "--llm", "reference"])
     assert e.value.code == 2 and "cannot use it as the skill library directory" in capsys.readouterr().err

@@ -173,9 +173,9 @@ def _build_stations(world, stand, target: str, rng) -> bool:
 
 
 def run_skill(env, skill: str):
-    """Run the code action through CodeActions (sandbox + step budget), as the RL agent would."""
-    k = list(SKILLS).index(skill)
-    _, _, _, _, info = env.step(len(ACTIONS) + k)
+    """Run the code action through CodeActionWrapper (sandbox + step budget), as the RL agent would."""
+    index = list(SKILLS).index(skill)
+    _, _, _, _, info = env.step(len(ACTIONS) + index)
     return info
 
 
@@ -199,7 +199,7 @@ def test_skill_does_its_job_when_target_in_view(env, skill):
 
 def test_skills_give_up_at_once_without_materials(env):
     """Empty inventory and full meters: every skill that needs something returns False without acting
-    (CodeActions charges an action that takes no step one noop)."""
+    (CodeActionWrapper charges an action that takes no step one noop)."""
     env.reset(seed=7)
     player = env.unwrapped._crafter._player
     for skill, (_, give, _) in SPECS.items():

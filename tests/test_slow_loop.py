@@ -1,4 +1,4 @@
-"""The slow loop end to end through train.main: the critic's decisions change the next iteration (library
+"""The slow loop end to end through train.main: the critic's decisions change the next iteration (reference
 and HTTP backends alike), a change that makes things worse is rolled back, and a long task trains its
 chain of sub-tasks as a curriculum. Run: python -m pytest -q tests/test_slow_loop.py
 """
@@ -32,7 +32,7 @@ def run_dir(root):
 
 def test_a_failing_first_skill_is_replaced_by_a_variant_for_a_logged_reason(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(skills.SKILLS, "chop_tree", WEAK_CHOP)  # iteration 1 fails by construction
-    assert train.main(SMALL + ["--task", "collect_wood", "--llm", "library", "--iterations", "2",
+    assert train.main(SMALL + ["--task", "collect_wood", "--llm", "reference", "--iterations", "2",
                                "--total-steps", "3000", "--runs-dir", str(tmp_path)]) == 0
     d = run_dir(tmp_path)
     feedback = json.loads((d / "iter_1" / "feedback.json").read_text())
@@ -83,7 +83,7 @@ def test_over_http_with_hand_written_the_critics_variant_goes_the_same_way_and_a
 
 @pytest.mark.parametrize("task", ["collect_iron", "collect_diamond"])
 def test_a_long_task_trains_its_chain_as_a_curriculum(tmp_path, capsys, task):
-    assert train.main(SMALL + ["--task", task, "--llm", "library", "--iterations", "2", "--total-steps", "3000",
+    assert train.main(SMALL + ["--task", task, "--llm", "reference", "--iterations", "2", "--total-steps", "3000",
                                "--runs-dir", str(tmp_path)]) == 0
     d = run_dir(tmp_path)
     chain = json.loads((d / "iter_1" / "plan.json").read_text())["subtasks"]

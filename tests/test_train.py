@@ -20,7 +20,7 @@ import env as E
 import ppo as P
 import run_dir as RD
 import train
-from code_actions import Library, grow_actions
+from code_actions import ActionSet, grow_actions
 from policy import Agent
 from run_state import Run
 from tests.fake_llm import FakeLLMServer, Fault, server_error
@@ -130,8 +130,8 @@ def test_replay_reproduces_plans_and_code(e2e, tmp_path):
 
 
 @pytest.mark.parametrize("mode", ["rl", "rl+config", "code", "rlgpt"])
-def test_smoke_modes_on_the_library_backend(mode, tmp_path):
-    rc = train.main(TINY + ["--mode", mode, "--llm", "library", "--iterations", "1", "--total-steps", "300",
+def test_smoke_modes_on_the_reference_backend(mode, tmp_path):
+    rc = train.main(TINY + ["--mode", mode, "--llm", "reference", "--iterations", "1", "--total-steps", "300",
                             "--runs-dir", str(tmp_path)])
     assert rc == 0
     d = run_dir(tmp_path)
@@ -157,7 +157,7 @@ def test_smoke_modes_on_the_library_backend(mode, tmp_path):
 
 
 def test_resume_after_sigkill_finishes_the_budget(tmp_path):
-    args = [sys.executable, "train.py", *TINY, "--llm", "library", "--iterations", "2", "--total-steps", "1200",
+    args = [sys.executable, "train.py", *TINY, "--llm", "reference", "--iterations", "2", "--total-steps", "1200",
             "--runs-dir", str(tmp_path), "--run-name", "r"]
     proc = subprocess.Popen(args, cwd=Path(train.__file__).parent, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, env=dict(os.environ, PYTHONUNBUFFERED="1"))
@@ -247,20 +247,20 @@ def test_runs_of_other_seeds_and_evaluation_play_other_worlds(seed_runs):
 
 
 def test_a_rewritten_code_action_starts_from_its_old_logit_row(tmp_path):
-    library = Library()
-    v1 = library.add("chop_tree", E.CHOP_TREE)
+    action_set = ActionSet()
+    v1 = action_set.add("chop_tree", E.CHOP_TREE)
     args = train.Args(task="collect_wood", num_envs=2)
     run = Run(args, tmp_path)
     cfg = P.PPOConfig()
-    run.envs = RD.make_train_envs(args, run, cfg, Library())
+    run.envs = RD.make_train_envs(args, run, cfg, ActionSet())
     agent = Agent(run.envs.single_observation_space, 17)
     ppo = P.PPO(agent, cfg)
-    grow_actions(ppo, run.envs, library, 17, library.mask(E.ACTIONS, []))
+    grow_actions(ppo, run.envs, action_set, 17, action_set.mask(E.ACTIONS, []))
     with torch.no_grad():
         agent.actor[-1].weight[17].normal_()  # what PPO learned about calling v1
-    v2 = library.add("chop_tree", E.CodeAction("chop_tree", E.CHOP_TREE.source.replace("30", "20")))
+    v2 = action_set.add("chop_tree", E.CodeAction("chop_tree", E.CHOP_TREE.source.replace("30", "20")))
     assert (v1.name, v2.name, v2.replaces) == ("chop_tree", "chop_tree_v2", "chop_tree")
-    grow_actions(ppo, run.envs, library, 17, library.mask(E.ACTIONS, []))
+    grow_actions(ppo, run.envs, action_set, 17, action_set.mask(E.ACTIONS, []))
     head = agent.actor[-1]
     assert agent.n_actions == 19 and run.envs.single_action_space.n == 19
     assert torch.equal(head.weight[18], head.weight[17]) and head.bias[18] == head.bias[17]
@@ -335,6 +335,10 @@ def test_resume_refuses_an_old_config_and_a_bigger_budget_for_a_finished_run(tmp
     args, cfg, parser = train.parse_args(argv)
     assert cli.resumed_args(args, cfg, argv, parser)[0].total_steps == 900
     saved = json.loads((d / "config.json").read_text())
+    (d / "config.json").write_text(json.dumps({**saved, "args": {**saved["args"], "llm": "library"}}))
+    args, cfg = cli.resumed_args(args, cfg, argv, parser)  # a run made when the reference backend was spelt "library"
+    cli.validate(args, cfg, parser)
+    assert args.llm == "reference"
     saved["ppo"]["seed"] = 1  # a config.json of an older train.py (PPOConfig had a seed then)
     (d / "config.json").write_text(json.dumps(saved))
     args, cfg, parser = train.parse_args(["--resume", str(d)])
@@ -397,8 +401,8 @@ def test_a_resume_inside_an_iteration_keeps_what_the_iteration_had_counted(tmp_p
     success still counts every training episode that finished in it, before the stop and after."""
     real_save, stops = train.save, []
 
-    def save_then_stop(run, ppo, library, state):
-        real_save(run, ppo, library, state)
+    def save_then_stop(run, ppo, action_set, state):
+        real_save(run, ppo, action_set, state)
         if state.progress is not None and not stops:  # the first checkpoint inside the iteration
             stops.append(ppo.global_step)
             raise KeyboardInterrupt
