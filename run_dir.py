@@ -35,8 +35,8 @@ import skill_library as SL
 from code_actions import ActionSet, CodeStats
 from core import Mode
 from fast_agent import save_attempts
-from llm import LLMClient, LLMError, ReplayClient, configured_endpoint, start_local_server
-from reference import skills
+from llm import LLMClient, LLMError, ReplayClient, configured_endpoint
+from llm_local import start_local_server
 from run_state import LoopState, Run
 
 APPEND_LOGS = ("metrics.jsonl", "stats.jsonl", "unfinished.jsonl", "eval.jsonl")  # rewound on --resume
@@ -305,7 +305,7 @@ def record_skills(run: Run, action_set: ActionSet, stats: CodeStats, task: str, 
         return
     try:
         run.skill_library.record_iteration(action_set.actions, stats.rows, task=task, run=str(run.dir.resolve()),
-                                       iteration=iteration)
+                                           iteration=iteration)
     except OSError as e:
         tqdm.write(f"[iter {iteration}] warning: the skill library could not be written ({e}); the run goes on")
 
@@ -325,8 +325,8 @@ def record_attempts(attempts: list, it_dir: Path, name: str, iteration: int) -> 
             tqdm.write(f"[iter {iteration}] {name} attempt {n} failed: {a.error.splitlines()[0][:160]}")
 
 
-def record_iteration(run: Run, state: LoopState, critic_stats: dict, ev: dict, stats: CodeStats, action_set: ActionSet,
-                     rl_config: dict, n_actions: int, t0: float) -> None:
+def record_iteration(run: Run, state: LoopState, critic_stats: dict, ev: dict, stats: CodeStats,
+                     action_set: ActionSet, rl_config: dict, n_actions: int, t0: float) -> None:
     """Rank 0, after an iteration's evaluation (`ev`): eval.jsonl, the eval and code-action metrics, the eval
     GIF, stats.json (what the critic reads), the iteration's row of the run's history (summary.md and the
     ablation tables are made from it; wall_s counts from `t0`), and one line for the user."""
@@ -343,36 +343,18 @@ def record_iteration(run: Run, state: LoopState, critic_stats: dict, ev: dict, s
         report.write_gif(it_dir / "eval.gif", ev["frames"])
     (it_dir / "stats.json").write_text(json.dumps(critic_stats, indent=2))
     train_success, n_train = critic_stats["success_rate"], critic_stats["success_episodes"]
-    state.history.append({"iteration": iteration, "env_steps": step,
-                             "train_success": train_success, "train_episodes": n_train,
-                             "eval_success": ev["success_rate"],
-                             "eval_length": ev["mean_length"], "eval_env_steps": ev["env_steps"],
-                             "code_actions": list(action_set.active.values()), "rl_config": rl_config,
-                             "hand_written": hand_written(action_set),
-                             "episode_lengths": critic_stats["episode_lengths"],
-                             "score": critic_stats["score"] and {key: critic_stats["score"][key]
-                                                                 for key in ("score", "se", "episodes")},
-                             "llm_calls": llm_calls(run), "reused": state.reused,
-                             "n_actions": n_actions, "curriculum": _curriculum_row(state.curriculum),
-                             "wall_s": round(time.time() - t0, 1)})
+    score = critic_stats["score"]
+    state.history.append({
+        "iteration": iteration, "env_steps": step, "train_success": train_success, "train_episodes": n_train,
+        "eval_success": ev["success_rate"], "eval_length": ev["mean_length"], "eval_env_steps": ev["env_steps"],
+        "code_actions": list(action_set.active.values()), "rl_config": rl_config,
+        "hand_written": action_set.hand_written(), "episode_lengths": critic_stats["episode_lengths"],
+        "score": score and {key: score[key] for key in ("score", "se", "episodes")}, "llm_calls": llm_calls(run),
+        "reused": state.reused, "n_actions": n_actions, "curriculum": _curriculum_row(state.curriculum),
+        "wall_s": round(time.time() - t0, 1)})
     shown = "-" if train_success is None else f"{train_success:.2f}"
     tqdm.write(f"[iter {iteration}] env steps {step}: train success {shown} (n={n_train}), "
                f"eval success {ev['success_rate']:.2f} (n={critic_stats['eval_episodes']})")
-
-
-def hand_written(action_set: ActionSet) -> list[str]:
-    """The code actions in use that are hand-written (reference/skills.py, reference/minedojo_skills.py: their
-    doc carries skills.LABEL), not model output: every place that lists code actions labels them."""
-    in_use = set(action_set.active.values())
-    return [a.name for a in action_set.actions if a.name in in_use and a.doc.startswith(skills.LABEL)]
-
-
-def in_use_text(action_set: ActionSet) -> str:
-    """The code actions in use for the log, each hand-written one labelled so (all at once when all are)."""
-    names, labelled = list(action_set.active.values()), set(hand_written(action_set))
-    if names and labelled == set(names):
-        return ", ".join(names) + " (all hand-written, not LLM output)"
-    return ", ".join(n + (" (hand-written, not LLM output)" if n in labelled else "") for n in names) or "none"
 
 
 def record_feedback(run: Run, iteration: int, feedback) -> None:

@@ -191,7 +191,7 @@ def agents_phase(args: Args, run: Run, slow: SlowAgent, fast: FastAgent, action_
     if feedback is not None and (state.plan, action_set.active) != (before["plan"], before["active"]):
         state.before_change = before  # kept only if the next iteration is not worse (critic.rollback_if_worse)
     tqdm.write(f"[iter {it + 1}] plan: {len(plan.subactions)} sub-actions; code actions in use: "
-               f"{RD.in_use_text(action_set)}")
+               f"{action_set.in_use_text()}")
 
 
 def train_iteration(args: Args, run: Run, ppo: P.PPO, action_set: ActionSet, state: LoopState) -> None:

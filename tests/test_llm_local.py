@@ -10,7 +10,8 @@ import jsonschema
 import pytest
 import requests
 
-from llm import LLMClient, smollm2_path, start_local_server
+from llm import LLMClient
+from llm_local import smollm2_path, start_local_server
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("xllamacpp") is None or smollm2_path() is None,
