@@ -256,7 +256,8 @@ chain's need, through a code action, is no longer shaped. Every decision gets on
         else:
             notes.append(f"{s.name} {why} with its last variant, without errors: when to call it is RL's job")
     config = copy.deepcopy(plan.rl_config)
-    lists = (active, to_code, to_rl, variants, reasons, config)
+    over = _over_gathered(stats.get("gathered") or {}, active)  # found first: no rule shapes these again
+    lists = (active, to_code, to_rl, variants, reasons, config, over)
     stalls, chain = stats.get("stalls") or {}, get_task(plan.task).prerequisites
     if stats.get("score"):  # no goal: every episode counts, and the tech tree is the chain
         notes.append(_rare_text(stats["score"]))
@@ -264,7 +265,7 @@ chain's need, through a code action, is no longer shaped. Every decision gets on
             a: round(1 - p, 3) for a, p in stats["score"]["achievements"].items()}}, plans.TECH_TREE
     _act_on_stall(plan, stalls, chain, lists, notes)
     _act_on_deaths(plan, stats.get("ends") or {}, lists, notes)
-    _act_on_over_gathering(stats.get("gathered") or {}, lists)
+    _act_on_over_gathering(lists)
     trend = stats.get("success_trend") or []
     direction = "not measured"
     if len(trend) >= 2:
@@ -286,7 +287,8 @@ def _rare_text(score: dict) -> str:
 
 def _act_on_stall(plan: Plan, stalls: dict, chain, lists: tuple, notes: list[str]) -> None:
     """The changes for the step of `chain` the failed episodes stall at (appended to `lists`: active, to_code,
-    to_rl, variants, reasons, and the new RL config, changed in place). A stall with no remedy left is a note."""
+    to_rl, variants, reasons, the new RL config, changed in place, and the over-gathered items). A stall with
+    no remedy left is a note."""
     n, shares = stalls.get("failed_episodes", 0), stalls.get("never_reached", {})
     stuck = next((a for a in chain if shares.get(a, 0.0) >= STALL_SHARE), None)
     if n < MIN_FAILED_EPISODES or stuck is None:
@@ -315,18 +317,26 @@ def _act_on_deaths(plan: Plan, ends: dict, lists: tuple, notes: list[str]) -> No
     _remedy(plan, achievement, where, (item, METER_SHAPING), lists, notes)
 
 
-def _act_on_over_gathering(gathered: dict, lists: tuple) -> None:
-    """Stop shaping an item that the successful episodes gathered at over OVER_GATHER times what the chain
-    needs (evidence.gathered) while a code action in use gathers it: the RL agent is paid per call."""
-    active, _, _, _, reasons, config = lists
-    k = gathered.get("successes", 0)
+def _over_gathered(gathered: dict, active: dict) -> dict[str, str]:
+    """The chain's items that the successful episodes gathered at over OVER_GATHER times what the chain needs
+    (evidence.gathered) while a code action in use gathers them, each with the evidence in words: shaping
+    such an item pays the RL agent for calling that code action again instead of finishing."""
+    k, over = gathered.get("successes", 0), {}
     for item, g in (gathered.get("items") or {}).items() if k >= MIN_SUCCESSES else ():
         skill = skills.STEPS.get(g["by"], (None, ""))[1]
-        if item in config["shaping"] and skill in active and g["mean"] > OVER_GATHER * g["uses"]:
-            reasons.append(f"rl_config: the {k} successful episodes gathered {num(g['mean'])} {item} on average "
-                           f"where the task's chain needs {g['uses']}: the shaping (+{config['shaping'][item]} per "
-                           f"unit) pays the RL agent for calling {skill} again instead of finishing: stop "
-                           f"shaping {item}")
+        if skill in active and g["mean"] > OVER_GATHER * g["uses"]:
+            over[item] = (f"{k} successful episodes gathered {num(g['mean'])} on average where the task's chain "
+                          f"needs {g['uses']}; shaping it pays the RL agent for calling {skill} again instead of "
+                          "finishing")
+    return over
+
+
+def _act_on_over_gathering(lists: tuple) -> None:
+    """Stop shaping each over-gathered item the plan shapes (_over_gathered)."""
+    *_, reasons, config, over = lists
+    for item, why in over.items():
+        if item in config["shaping"]:
+            reasons.append(f"rl_config: stop shaping {item}: {why}")
             del config["shaping"][item]
 
 
@@ -334,7 +344,7 @@ def _remedy(plan: Plan, achievement: str, where: str, shaping: tuple[str, float]
             notes: list[str]) -> None:
     """What the rules can do for a step that episodes fail at: its skill's sub-action to code (or that code's
     next variant), its base action unmasked, its item shaped. Each change is one line in the reasons."""
-    active, to_code, to_rl, variants, reasons, config = lists
+    active, to_code, to_rl, variants, reasons, config, over = lists
     before = len(reasons)
     name = skills.STEPS.get(achievement, (None, ""))[1]
     sub = next((s for s in plan.subactions if s.name == name), None)
@@ -353,7 +363,7 @@ def _remedy(plan: Plan, achievement: str, where: str, shaping: tuple[str, float]
         config["mask_actions"].remove(achievement)
         reasons.append(f"rl_config: {where}; unmask the base action {achievement}")
     item, weight = shaping or (None, 0.0)
-    if item is not None and item not in config["shaping"]:
+    if item is not None and item not in config["shaping"] and item not in over:  # over-gathered: never again
         config["shaping"][item] = weight
         reasons.append(f"rl_config: {where}; shape {item} (+{weight} per unit gained)")
     if len(reasons) == before and (sub is None or sub.name not in decided):

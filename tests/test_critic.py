@@ -367,8 +367,8 @@ def test_a_shaped_item_that_code_gathers_far_beyond_the_chains_need_is_no_longer
     stats = {**stats_with({}), "task": "collect_stone", "success_rate": 0.8, "gathered": got}
     fb = rule_based_critique(plan, code, stats)
     assert fb.rl_config["shaping"] == {}
-    assert any("30 successful episodes gathered 10.5 wood on average where the task's chain needs 3" in r
-               and "calling chop_tree again" in r for r in fb.reasons), fb.reasons
+    assert any(r.startswith("rl_config: stop shaping wood: 30 successful episodes gathered 10.5 on average "
+                            "where the task's chain needs 3") and "calling chop_tree again" in r for r in fb.reasons)
     # gathering about what the chain needs, no code action gathering it (rl+config), or too few successes: kept
     lean = {**stats, "gathered": gathered("collect_stone", [{**r, "achievement_collect_wood": 4,
                                                               "achievement_make_wood_pickaxe": 1} for r in rows])}
@@ -377,6 +377,11 @@ def test_a_shaped_item_that_code_gathers_far_beyond_the_chains_need_is_no_longer
     few = {**stats, "gathered": gathered("collect_stone", rows[:10])}
     assert rule_based_critique(plan, code, few).rl_config is None
     assert gathered("crafter", rows) == {}  # no goal, no chain: nothing to compare with
+    # once dropped, a stall at the step that gathers it does not shape it again
+    unshaped = dataclasses.replace(plan, rl_config={"shaping": {}, "mask_actions": plan.rl_config["mask_actions"]})
+    stalled = {**stats, "stalls": {"failed_episodes": 50, "never_reached": {"make_wood_pickaxe": 0.8}}}
+    fb = rule_based_critique(unshaped, code, stalled)
+    assert fb.rl_config is None and not any("shape" in r for r in fb.reasons), fb.reasons
 
 
 def test_a_crafter_episode_row_says_how_the_episode_ended():
