@@ -1,8 +1,8 @@
 """bench/results/ -> the results page (docs/results.md), the README's headline table and the plots, from the
 result files alone: the grids' success tables (mean ± sd over seeds, with episode counts), Crafter's score
 beside the published scoreboard and its runs' mean episode length per iteration, the issue's targets beside
-what was measured (and, for a missed one, what its runs' own logs say), the cells still missing, and where
-and at which commits the shown results ran.
+what was measured (their rows: bench/targets.py), the cells still missing, and where and at which commits the
+shown results ran.
 Every number comes from a result file; none is typed. Run through `python -m bench.ablation --table` / `--check`.
 """
 
@@ -20,7 +20,6 @@ from bench.grid import (
     MODES,
     RESULTS_VERSION,
     SLOWLOOP_MODES,
-    TARGETS,
     TASK_VERSION,
     TASK_VERSION_NOTES,
     VERSION_NOTES,
@@ -32,6 +31,7 @@ from bench.grid import (
     load,
     results_version,
 )
+from bench.targets import length_text, mean_sd, target_lines
 
 SLOWLOOP_TITLE = ("**With and without the slow loop** (`--grid slowloop`): `rlgpt` (`--iterations 3`: the critic's "
                   "decisions change the next iteration) against `rlgpt-1iter` (`rlgpt` with `--iterations 1`: one "
@@ -49,16 +49,6 @@ PUBLISHED = [("random", "-", 1.6), ("SB3 PPO", "1M", 4.6), ("DreamerV3", "1M", 1
 MARKERS = ("<!-- results:start -->", "<!-- results:end -->")  # the results page's generated section
 HEADLINE = ("<!-- headline:start -->", "<!-- headline:end -->")  # the README's small table
 GENERATED = "<!-- written by `python -m bench.ablation --table` from bench/results/; not by hand -->"
-
-def mean_sd(values: list[tuple[float | None, int]]) -> str:
-    """"mean ± sd (n=seeds, episodes pooled)" over the seeds that have a value (sd: ddof=1); "—" if none."""
-    vals = [(v, n) for v, n in values if v is not None]
-    if not vals:
-        return "—"
-    x, eps = np.array([v for v, _ in vals]), sum(n for _, n in vals)
-    spread = f" ± {x.std(ddof=1):.2f}" if len(x) > 1 else ""
-    return f"{x.mean():.2f}{spread} (n={len(x)}, {eps} ep)"
-
 
 def success_table(title: str, current: dict[Cell, dict], cells: list[Cell], columns: list[tuple]) -> list[str]:
     """A row per task; a column per (header, mode, "train" or "eval"): that mode's seeds, mean ± sd."""
@@ -149,90 +139,6 @@ def length_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
             "| run | " + " | ".join(f"iteration {i}" for i in range(1, k + 1)) + " |", "|---|" + "---|" * k,
             *(f"| {c.mode}, seed {c.seed} | " + " | ".join([*map(cell, its), *[""] * (k - len(its))]) + " |"
               for c, its in runs), ""]
-
-
-def length_text(it: dict) -> str:
-    """"; mean length M steps, n=N": the mean length of the training episodes that finished in the iteration,
-    beside its success, so survival (crafter) or speed (a single goal) can be read too; "" for a result file
-    written before results kept it."""
-    got = it.get("episode_length")
-    if got is None:
-        return ""
-    mean = "—" if got["mean"] is None else f"{got['mean']:.1f} steps"
-    return f"; mean length {mean}, n={got['n']}"
-
-
-def measured(r: dict, what: str) -> float | None:
-    """One result's value of a target's measure (TARGETS): training success, Crafter's score or an
-    achievement's rate."""
-    if what == "train":
-        return r["train"]["success"]
-    return r["crafter"]["score"] if what == "score" else r["crafter"]["achievements"][what]
-
-
-def target_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
-    """Each target beside its measurement (mean over the seeds run) and, for a missed one, what its runs'
-    own logs say: the curve's best point against its last, and the last iteration's weakest code actions."""
-    lines = ["**Targets** (the results issue's aims, not claims): met when the mean over the seeds run reaches "
-             "the aim.", "", "| task, mode | measure | aim | measured | status |", "|---|---|---|---|---|"]
-    evidence = []
-    for task, mode, what, aim in TARGETS:
-        ran = [(c, current[c]) for c in cells if (c.task, c.mode) == (task, mode) and c in current]
-        planned = sum((c.task, c.mode) == (task, mode) for c in cells)
-        label = ("training success at the budget" if what == "train" else "Crafter score" if what == "score"
-                 else f"{what} (% of episodes)")
-        values = [(measured(r, what), r["train"]["n"] if what == "train" else r["crafter"]["episodes"])
-                  for _, r in ran]
-        known = [v for v, _ in values if v is not None]
-        status = ("not measured yet" if not known else ("met" if np.mean(known) >= aim else "missed")
-                  + (f" ({len(ran)} of {planned} seeds run)" if len(ran) < planned else ""))
-        lines.append(f"| {task}, {mode} | {label} | {aim:g} | {mean_sd(values)} | {status} |")
-        if status.startswith("missed"):  # a run missing two targets (crafter's) is described once
-            evidence += [line for c, r in ran if (line := f"- {c.name}: {why_missed(r)}") not in evidence]
-    if evidence:
-        lines += ["", "From the missed targets' own logs (the curve; training success per iteration and, where "
-                      "the result keeps it, the mean length in env steps of the training episodes that finished "
-                      "in it, each with its n; the last iteration's weakest code actions, by the share of calls "
-                      "that returned True; the last critic summary):", *evidence]
-    return lines + [""]
-
-
-def iteration_text(prev: dict | None, it: dict) -> str:
-    """An iteration's training success (and mean episode length), and what the critic's decisions after the
-    previous one became."""
-    shown = f"{it['train']['success']:.2f} (n={it['train']['n']}{length_text(it)}"
-    if prev is None:
-        return shown + ")"
-    if not prev.get("decided"):
-        return shown + "; no change decided before it)"
-    return shown + (f"; the change {it['change'].split(':')[0]})" if it.get("change") else ")")
-
-
-def why_missed(r: dict) -> str:
-    """One line from a result file: where its curve peaked and ended, and what its code actions did."""
-    key = curve_key(r["task"])
-    pts = [p for p in r["curve"] if p.get(key) is not None]
-    text = ""
-    if pts:
-        best = max(pts, key=lambda p: p[key])
-        unit = " (achievements unlocked per episode)" if key == "achievements" else ""
-        text = f"curve{unit} peaked at {best[key]:.2f} (env step {best['step']}), ended at {pts[-1][key]:.2f}"
-    its = [it for it in r.get("iterations", []) if it.get("train")]
-    if its:
-        goal = E.get_task(r["task"]).achievement  # None: no single goal, so no episode counts as a success
-        what = "training success" + ("" if goal else " (none can succeed: this task has no single goal, so the "
-                                     "critic's keep-or-roll-back rule compares 0 with 0)")
-        text += f"; {what} per iteration: " + ", ".join(
-            iteration_text(prev, it) for prev, it in zip([None, *its[:-1]], its, strict=True))
-    last = r["iterations"][-1] if r.get("iterations") else {}
-    weakest = sorted(last.get("code_actions", {}).items(), key=lambda kv: kv[1]["success_rate"])[:2]
-    if weakest:
-        text += f"; iteration {last['iteration']}: " + ", ".join(
-            f"{name} {row['success_rate']:.2f} of {row['chosen']} calls"
-            + (f" (commonest error: {row['error']})" if row.get("error") else "") for name, row in weakest)
-    said = next((it["critic"] for it in reversed(r.get("iterations", [])) if it.get("critic")), None)
-    cut = " ..." if said and len(said) >= 300 else ""  # result files keep the first 300 characters
-    return text + (f"; critic: \"{said}{cut}\"" if said else "")
 
 
 def pair_lines(current: dict[Cell, dict], slow: list[Cell]) -> list[str]:

@@ -122,7 +122,29 @@ def test_targets_are_met_missed_or_not_measured_and_a_miss_quotes_its_logs(tmp_p
     assert "- crafter__rlgpt__s1__1000000" in text and "collect_wood__rlgpt__s1" not in text.split("**Targets**")[1]
     for path in results.glob("*.json"):
         path.unlink()
-    assert A.main(["--table"]) == 0 and md.read_text().count("| not measured yet |") == 4
+    rows = len(G.TARGETS) + len(G.COMPARISONS) * sum(t != "crafter" for t in G.BUDGETS)
+    assert A.main(["--table"]) == 0 and md.read_text().count("| not measured yet |") == rows
+
+
+def test_rlgpt_is_set_against_each_ablation_and_crafter_keeps_what_rl_learns(tmp_path, monkeypatch):
+    monkeypatch.setattr(A, "ROOT", tmp_path)
+    md, results = pages(tmp_path), tmp_path / "bench" / "results"
+    for seed in G.SEEDS:
+        for mode, success in (("rlgpt", 0.95), ("code", 0.98), ("rl+config", 0.5)):
+            fake_result(results, G.Cell("place_table", mode, seed, 100_000), success, 40)
+        for mode, rates in (("rl", {"collect_wood": 90.0, "wake_up": 80.0, "place_plant": 40.0}),
+                            ("rlgpt", {"collect_wood": 95.0, "wake_up": 60.0})):
+            fake_result(results, G.Cell("crafter", mode, seed, 1_000_000), None, 0, crafter={
+                "score": 20.0, "episodes": 100, "achievements": dict.fromkeys(E.ACHIEVEMENTS, 0.0) | rates})
+    assert A.main(["--table"]) == 0
+    text = md.read_text()
+    against = "training success at the budget, against "
+    assert row_of(text, "place_table, rlgpt", against + "`code`")[0][2:] == [">= code -0.02", "0.95 vs 0.98", "missed"]
+    assert row_of(text, "place_table, rlgpt", against + "`rl+config`")[0][4] == "met"
+    assert row_of(text, "collect_stone, rlgpt", against + "`code`")[0][4] == "not measured yet"
+    kept = row_of(text, "crafter, rlgpt", "each of the 2 achievements `rl` unlocks in > 50% of its episodes, "
+                                          "against `rl`'s rate")
+    assert kept[0][2:] == [">= 0.8x", "lowest: wake_up 60.0% vs 80.0% (0.75x)", "missed"]
 
 
 def test_check_fails_while_the_readme_differs_and_passes_after_table(tmp_path, monkeypatch, capsys):
