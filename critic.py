@@ -218,7 +218,7 @@ def rule_based_critique(plan: Plan, code_actions: list[CodeAction], stats: dict)
     raises goes to RL; a stall moves its rl sub-action to code when a hand-written skill exists, else tries
     that skill's next variant, and unmasks and shapes that step; episodes dying of an empty meter get its
     survival step coded and the meter shaped; a shaped item that successful episodes gather far beyond the
-chain's need, through a code action, is no longer shaped. Every decision gets one line in `reasons`."""
+    chain's need, through a code action, is no longer shaped. Every decision gets one line in `reasons`."""
     active, per_action = active_code(plan, code_actions), stats.get("code_actions", {})
     notes, reasons, to_code, to_rl, fixes, variants = [], [], [], [], {}, {}
     for s in plan.code_subactions if stats.get("mode") != Mode.RL_CONFIG else []:  # rl+config writes no code
@@ -363,7 +363,7 @@ def _remedy(plan: Plan, achievement: str, where: str, shaping: tuple[str, float]
         config["mask_actions"].remove(achievement)
         reasons.append(f"rl_config: {where}; unmask the base action {achievement}")
     item, weight = shaping or (None, 0.0)
-    if item is not None and item not in config["shaping"] and item not in over:  # over-gathered: never again
+    if item is not None and item not in config["shaping"] and item not in over:  # over-gathered: it would pay per call
         config["shaping"][item] = weight
         reasons.append(f"rl_config: {where}; shape {item} (+{weight} per unit gained)")
     if len(reasons) == before and (sub is None or sub.name not in decided):

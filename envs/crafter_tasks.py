@@ -37,12 +37,17 @@ def _rule(kind: str, name: str) -> str:
     return f"uses {_count(r['uses'])}; needs {' and '.join('a ' + n for n in r['nearby'])} nearby"
 
 
+def source_of(item: str) -> str | None:
+    """The cell that `do` collects `item` from (wood: tree, drink: water, stone: stone), or None."""
+    return next((cell for cell, rule in C.collect.items() if item in rule["receive"]), None)
+
+
 def gained(achievement: str) -> str | None:
     """The inventory item one unlock of an achievement adds (collect_wood: wood, make_wood_pickaxe:
     wood_pickaxe); None where it adds none (place_*, eat_*, defeat_*, wake_up)."""
     verb, _, thing = achievement.partition("_")
     if verb == "collect":
-        return thing if any(thing in rule["receive"] for rule in C.collect.values()) else None
+        return thing if source_of(thing) else None
     return thing if verb == "make" else None
 
 
@@ -55,9 +60,8 @@ def chain_uses(achievements: tuple[str, ...]) -> dict[str, int]:
         verb, _, thing = a.partition("_")
         if verb in ("place", "make"):
             uses.update(getattr(C, verb)[thing]["uses"])
-        elif verb == "collect":
-            source = next((m for m, rule in C.collect.items() if thing in rule["receive"]), None)
-            for tool, n in (C.collect[source]["require"] if source else {}).items():
+        elif verb == "collect" and (source := source_of(thing)):
+            for tool, n in C.collect[source]["require"].items():
                 uses[tool] = max(uses[tool], n)
     if achievements and (last := gained(achievements[-1])):
         uses[last] = max(uses[last], 1)

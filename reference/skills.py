@@ -27,6 +27,7 @@ import dataclasses
 import crafter.constants as C
 
 from core import CodeAction
+from envs.crafter_tasks import source_of
 from reference import crafter_program
 from reference.skill_helpers import CRAFT, FACE_FREE, HUNT, MINE, SEARCH
 
@@ -247,7 +248,7 @@ def initiation_of(skill: str, in_view: bool = True) -> dict:
     elif verb == "place":
         need, cells = dict(C.place[thing]["uses"]), []
     elif verb == "collect":
-        source = next(m for m, rule in C.collect.items() if thing in rule["receive"])  # wood: tree, drink: water
+        source = source_of(thing)  # wood: tree, drink: water
         need, cells = dict(C.collect[source]["require"]), [source]
     else:
         need, cells = {}, [STEPS[achievement][0]] if STEPS[achievement][0] else []  # fight_zombie: a zombie
