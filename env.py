@@ -13,6 +13,7 @@ Read top to bottom: tasks -> code actions -> vector envs -> the demo.
 from __future__ import annotations
 
 import argparse
+from copy import deepcopy
 
 import gymnasium as gym
 import numpy as np
@@ -33,7 +34,7 @@ from envs.crafter_env import (  # noqa: F401 (the Crafter names most callers wan
     make_crafter,
     world_seed,
 )
-from sandbox.host import Worker
+from sandbox.host import Job, Worker, serve
 from sandbox.limits import EpisodeEnded
 
 # ----------------------------------------------------------------------------------------------
@@ -94,6 +95,7 @@ class CodeActionWrapper(gym.Wrapper):
         self.max_macro_steps, self.time_limit, self.gamma = max_macro_steps, time_limit, gamma
         self.code_actions: list[CodeAction] = []
         self.set_code_actions(code_actions)
+        self._running = -1  # the code action started last (`start`)
 
     def set_code_actions(self, code_actions) -> None:
         """Grow the action list in place (append-only, so action indices keep their meaning); the
@@ -130,10 +132,21 @@ class CodeActionWrapper(gym.Wrapper):
             obs, reward, terminated, truncated, info = self.env.step(action)
             info.update(code_action=-1, code_ok=False, code_error="", code_reward=0.0)
             return obs, reward, terminated, truncated, self._with_mask(info)
-        index = action - self.n_base
+        job = self.start(action)
+        serve([job])
+        return self.finish(job)
+
+    def start(self, action: int) -> Job:
+        """Start code action `action` in this env's worker; once `serve` has given the job its result,
+        `finish` makes the transition (CodeActionVectorEnv runs several envs' code actions at once)."""
+        code = self.code_actions[int(action) - self.n_base]
         api = self.env.unwrapped.make_api(self.max_macro_steps, self.gamma)
-        code = self.code_actions[index]
-        result = self.sandbox.run(code.source, code.function, api, time_limit=self.time_limit)
+        self._running = int(action) - self.n_base  # one code action at a time per env
+        return self.sandbox.start(code.source, code.function, api, time_limit=self.time_limit)
+
+    def finish(self, job: Job):
+        """The code action's transition, from its finished job."""
+        api, result, index = job.api, job.result, self._running
         if api._steps == 0:  # an action that does nothing still costs one step: action 0 is every backend's noop
             try:
                 api._act(0)
@@ -176,7 +189,8 @@ def make_vec_env(task: str, num_envs: int, *, code_actions=(), async_: bool = Fa
     """`num_envs` copies of the task; env i plays the worlds world_seed(seed, stream, rank, i, n) for
     its episodes n = 0, 1, ... Finished episodes reset in the same step (their last info sits in
     infos["final_info"], with the task's success and episode stats). Synchronous by default: on
-    2 cores the worker processes measured no faster (bench/env_sps.py)."""
+    2 cores the worker processes measured no faster (bench/env_sps.py); the envs' code actions still
+    run at the same time, in their sandbox workers (CodeActionVectorEnv)."""
     if not is_crafter(task):  # one world per simulator: env i keeps seed + i
         fns = [lambda i=i: make_env(task, seed + rank * num_envs + i, code_actions=code_actions, **options)
                for i in range(num_envs)]
@@ -186,8 +200,54 @@ def make_vec_env(task: str, num_envs: int, *, code_actions=(), async_: bool = Fa
             raise ValueError(f"crafter_impl must be one of {CRAFTER_IMPLS}, not {crafter_impl!r}")
         fns = [lambda i=i: make_env(task, seed, code_actions=code_actions, stream=stream, rank=rank, index=i,
                                     crafter_impl=crafter_impl, **options) for i in range(num_envs)]
-    cls = gym.vector.AsyncVectorEnv if async_ else gym.vector.SyncVectorEnv
+    cls = gym.vector.AsyncVectorEnv if async_ else CodeActionVectorEnv
     return cls(fns, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+
+
+class CodeActionVectorEnv(gym.vector.SyncVectorEnv):
+    """gymnasium's SyncVectorEnv (same-step autoreset), but the envs' code actions run at the same time:
+    each starts in its worker process first, the other envs step while the workers run the code, and
+    the trainer then answers all their api calls as they come (sandbox.host.serve). The results are
+    those of stepping the envs one by one: each env's steps are its own, the transitions and infos are
+    assembled in env order, and the episodes' stats rows are written in env order too (held meanwhile)."""
+
+    def step(self, actions):
+        each = list(gym.vector.utils.iterate(self.action_space, actions))
+        coded = [i for i, (env, a) in enumerate(zip(self.envs, each, strict=True))
+                 if isinstance(env, CodeActionWrapper) and a >= env.n_base]
+        if not coded or self.autoreset_mode != gym.vector.AutoresetMode.SAME_STEP:
+            return super().step(actions)
+        held = [env.unwrapped for env in self.envs if hasattr(env.unwrapped, "held_rows")]
+        for env in held:
+            env.held_rows = []
+        jobs, out = {}, {}
+        try:
+            jobs = {i: self.envs[i].start(each[i]) for i in coded}
+            for i, env in enumerate(self.envs):
+                if i not in jobs:
+                    out[i] = env.step(each[i])
+                    serve(list(jobs.values()), wait=False)  # the calls waiting now, so workers need not wait
+            serve(list(jobs.values()))
+            out.update((i, self.envs[i].finish(job)) for i, job in jobs.items())
+        finally:  # an exception (Ctrl-C) leaves no worker running and no row unwritten
+            for job in jobs.values():
+                if job.result is None:
+                    job.worker.close()
+            for env in held:
+                env.write_held_rows()
+        infos = {}
+        for i, env in enumerate(self.envs):
+            obs, self._rewards[i], self._terminations[i], self._truncations[i], info = out[i]
+            if self._terminations[i] or self._truncations[i]:
+                infos = self._add_info(infos, {"final_obs": obs, "final_info": info}, i)
+                obs, info = env.reset()
+            self._env_obs[i] = obs
+            infos = self._add_info(infos, info, i)
+        self._observations = gym.vector.utils.concatenate(self.single_observation_space, self._env_obs,
+                                                          self._observations)
+        self._autoreset_envs = np.logical_or(self._terminations, self._truncations)
+        return (deepcopy(self._observations) if self.copy else self._observations, np.copy(self._rewards),
+                np.copy(self._terminations), np.copy(self._truncations), infos)
 
 
 def set_vec_code_actions(envs: gym.vector.VectorEnv, code_actions) -> None:

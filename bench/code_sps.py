@@ -3,7 +3,7 @@
     python -m bench.code_sps                  # collect_stone and crafter, 3 rounds x 2048 env steps a mode
     python -m bench.code_sps --tasks collect_wood --steps 2048 --rounds 2   # a quick look
 
-The default run takes about 4 minutes on 2 busy cores (6144 timed env steps per mode and task).
+The default run takes under a minute on the idle 2-core machine (6144 timed env steps per mode and task).
 
 Per task, on the same world seeds and rollout sizes (8 envs x 128 decisions, 4 minibatches x 4 epochs, 1 torch
 thread, fastcrafter), three modes as train.py runs them:
@@ -13,7 +13,8 @@ thread, fastcrafter), three modes as train.py runs them:
          applied: a fresh policy, so code actions run about as often as at the start of training;
   code   the whole-task program (whole_task.whole_task_program) called at every decision of every env, no learner
          (train.py --mode code).
-Every code action runs in its env's sandbox worker process, as in training. Each mode is built once and warmed
+Every code action runs in its env's sandbox worker process, the envs' at the same time, as in training
+(env.CodeActionVectorEnv). Each mode is built once and warmed
 up off the clock (one rollout: numba compilation, worker start-up); then the modes take turns, `--rounds` rounds
 of `--steps / --rounds` env steps each, task after task, so load from other jobs falls on all alike. SPS = env
 steps (every primitive step of every code action) per wall-clock second, summed over the rounds. The last line

@@ -103,6 +103,7 @@ class CrafterEnv(gym.Env):
         self.max_steps = max_steps or self.task.max_steps
         self.crafter_reward = crafter_reward or self.task.achievement is None
         self.stats_path = Path(stats_path) if stats_path else None
+        self.held_rows: list[dict] | None = None  # a list: rows are kept here, not written (write_held_rows)
         self.render_mode = render_mode
         self._crafter = make_crafter(crafter_impl, seed=0, reward=True, length=None)  # its seed is unused: see reset
         self.observation_space = gym.spaces.Dict({
@@ -181,7 +182,9 @@ class CrafterEnv(gym.Env):
                                "achievements": sum(v > 0 for v in cinfo["achievements"].values()),
                                "seed": self.world_seed, "subtask": self.subtask or "",
                                "subtask_success": self._subtask_done}
-            if self.stats_path:
+            if self.stats_path and self.held_rows is not None:
+                self.held_rows.append(self.stats_row())
+            elif self.stats_path:
                 self._write_stats(self.stats_row(), self.stats_path)
         if self.frames is not None:
             self.frames.append(image)
@@ -190,8 +193,7 @@ class CrafterEnv(gym.Env):
     def initiation_state(self, with_view: bool) -> tuple[dict[str, int], set[str] | None]:
         """What code actions' initiation conditions read (core.can_start): the inventory, and with `with_view`
         the names in the view as the API sees them (read once for all of a step's code actions)."""
-        visible = {name for row in view_names(self._crafter) for name in row} if with_view else None
-        return self._crafter._player.inventory, visible
+        return self._crafter._player.inventory, view_set(self._crafter) if with_view else None
 
     def stats_row(self) -> dict:
         """The episode so far as one row of Crafter's Recorder format (length, reward, achievement_*),
@@ -217,6 +219,13 @@ class CrafterEnv(gym.Env):
         if empty and health_before <= 1:
             return " and ".join(empty)
         return "arrow" if any(kind == "Skeleton" for kind, _ in near) else "zombie"
+
+    def write_held_rows(self) -> None:
+        """Write the rows held since `held_rows` was set to a list (env.CodeActionVectorEnv keeps the
+        file's order while envs step at the same time), and stop holding."""
+        for row in self.held_rows or ():
+            self._write_stats(row, self.stats_path)
+        self.held_rows = None
 
     @staticmethod
     def _write_stats(row: dict, path: Path) -> None:
@@ -368,6 +377,14 @@ def view_names(crafter) -> list[list[str]]:
     if hasattr(world, "cell_names"):  # fastcrafter: the same names from two slices of its maps
         return world.cell_names(x - 4, x + 5, y - 3, y + 4, _name)
     return [[_name(*world[x + dx, y + dy]) for dx in range(-4, 5)] for dy in range(-3, 4)]
+
+
+def view_set(crafter) -> set[str]:
+    """The names in view_names, as a set."""
+    world, (x, y) = crafter._world, crafter._player.pos.tolist()
+    if hasattr(world, "names_in"):  # fastcrafter: from the ids in two slices of its maps
+        return world.names_in(x - 4, x + 5, y - 3, y + 4, _name)
+    return {name for row in view_names(crafter) for name in row}
 
 
 def _name(material: str | None, obj: object) -> str:

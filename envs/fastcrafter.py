@@ -109,6 +109,18 @@ class World(engine.World):
         return [left + [name(mats[m], objs[o]) for m, o in zip(mat[y - cy0], obj[y - cy0], strict=True)] + right
                 if cy0 <= y < cy1 else [off] * (x1 - x0) for y in range(y0, y1)]
 
+    def names_in(self, x0: int, x1: int, y0: int, y1: int, name) -> set[str]:
+        """The set of the names cell_names gives for the same cells, from the ids in the slices (a cell
+        with an object shows the object, so the materials under objects are left out)."""
+        (w, h), mats, objs = self.area, self._mat_names, self._objects
+        cx0, cx1, cy0, cy1 = max(x0, 0), min(x1, w), max(y0, 0), min(y1, h)
+        names = set() if (cx0, cx1, cy0, cy1) == (x0, x1, y0, y1) else {name(None, None)}
+        if cx0 < cx1 and cy0 < cy1:
+            mat, obj = self._mat_map[cx0:cx1, cy0:cy1], self._obj_map[cx0:cx1, cy0:cy1]
+            names.update(name(mats[m], None) for m in set(mat[obj == 0].tolist()))
+            names.update(name(None, objs[o]) for o in set(obj[obj != 0].tolist()))
+        return names
+
     def semantic(self) -> np.ndarray:
         """SemanticView's output: material ids with every object's cell overwritten by its kind id."""
         canvas, obj_map = self._mat_map.copy(), self._obj_map.ravel()

@@ -3,6 +3,8 @@ replaced whenever the code overruns its budget or crashes it.
 
     worker = Worker()                                            # starts on the first run
     result = worker.run(source, "chop_tree", api, time_limit=1.0)
+    jobs = [w.start(src, entry, api) for w, api in ...]          # several workers at once:
+    serve(jobs)                                                  # each job.result set
     worker.close()
 
 `run` sends the source to the worker (worker.py, run as `python -m sandbox.worker` from the repository's
@@ -16,15 +18,16 @@ does the trainer's environment (its keys): the worker gets only MALLOC_ARENA_MAX
 An api call that took no env step (`api._steps` unchanged, as core.PrimitiveAPI counts them) changed
 nothing: the worker answers the same call again itself until the next step (a skill asks view() and
 inventory() many times between two moves), so a run makes fewer round trips. The calls an api class
-names in `_QUERIES` (no arguments, reading the env's state only) are answered together: the reply to
-the first of them asked in a run, and the reply to every call that took a step, carry the answers to
-all of them, so reading the state costs one round trip in a run, none after a step. An api without
-`_steps` gets none of this.
+names in `_QUERIES` (no arguments, reading the env's state only) are answered ahead: once code on a
+worker has asked one, the reply to every call that took a step (and to the first query of a run)
+carries its answer, so reading the state costs no round trip after a step. An api without `_steps`
+gets none of this.
 
-The code's clock is wall time less the env steps its api calls took (`api._env_time`, which
-core.PrimitiveAPI keeps): env steps are bounded by the step budget, everything
-else (the code, the round trips, api calls that take no step, failing ones) by `time_limit`, so no
-count of api calls has to fit the machine's load. The wait is bounded from outside: once that clock
+The code's clock is its own time: its worker's, and the trainer's handling of its api calls less the
+env steps they took (`api._env_time`, which core.PrimitiveAPI keeps), never the time the trainer spent
+on other jobs meanwhile (see Job): env steps are bounded by the step budget, everything else (the
+code, api calls that take no step, failing ones) by `time_limit`, so no count of api calls has to fit
+the machine's load. The wait is bounded from outside: once that clock
 passes `time_limit + KILL_AFTER_S`, the worker is killed. A killed or crashed worker fails that one
 code action with a reason in RunResult.error; the next run starts a fresh worker. Should the trainer
 itself die (SIGKILL, the OOM killer), the operating system ends the worker: a parent-death signal, and
@@ -72,60 +75,31 @@ class Worker:
         self._poll: select.poll | None = None  # made once per worker: Connection.poll makes one per call
         self.starts = 0
         self._finalizer = None
+        self.asked: set[str] = set()  # the api's queries code on this worker has asked: answered ahead
 
     def run(self, source: str, entry: str, api: object, *, time_limit: float = limits.TIME_LIMIT_S) -> RunResult:
         """Run `entry(api)` from `source` in the worker; never raises for anything the code does.
         An interrupt of the trainer (Ctrl-C) kills the worker and is raised again."""
+        job = self.start(source, entry, api, time_limit=time_limit)
+        serve([job])
+        return job.result
+
+    def start(self, source: str, entry: str, api: object, *, time_limit: float = limits.TIME_LIMIT_S) -> "Job":
+        """Start `entry(api)` in the worker and return at once: `serve` answers its api calls (several
+        workers' at a time) until the job's `result` is set."""
         names = public_methods(api)
+        job = Job(self, api, set(names), time_limit)
         try:
             if self._proc is None or self._proc.poll() is not None:
                 self._start()
             cpu_limit = time_limit + KILL_AFTER_S + 1.0  # the kill comes first: CPU time <= wall time
             self._conn.send_bytes(pickle.dumps(("run", source, entry, names, time_limit, cpu_limit)))
-            return self._serve(api, set(names), time_limit)
-        except OSError:  # the socket broke: the worker died before reading or while writing
-            return self._failed()
+        except OSError:  # the socket broke: the worker died before reading, or did not start
+            job.result = self._failed()
         except BaseException:
             self.close()
             raise
-
-    def _serve(self, api: object, names: set[str], time_limit: float) -> RunResult:
-        start, env_time, queries, answered = perf_counter(), 0.0, getattr(type(api), "_QUERIES", ()), False
-        while True:
-            left = start + env_time + time_limit + KILL_AFTER_S - perf_counter()
-            if left <= 0:
-                self.close()
-                return RunResult(None, f"stopped: the code ran past its time budget of {time_limit} s inside "
-                                 "one operation (its worker process was killed)", None, "time_budget", [])
-            if not self._poll.poll(left * 1e3):
-                continue
-            try:
-                data = self._conn.recv_bytes(MAX_MESSAGE_BYTES)
-                message = json.loads(data)
-            except EOFError:
-                return self._failed()
-            except (ValueError, RecursionError):  # not the JSON this protocol sends
-                return self._failed("sent a malformed message")
-            if _is_call(message, names) and len(data) <= 6 * MAX_CALL_CHARS + 200:  # JSON escapes: 6 a char
-                steps, before = getattr(api, "_steps", None), getattr(api, "_env_time", 0.0)
-                reply = _call(api, *message[1:])
-                stepped = getattr(api, "_env_time", 0.0) - before
-                env_time += stepped
-                same = steps is not None and getattr(api, "_steps", None) == steps  # no env step: nothing changed
-                query = message[1] in queries and not message[2] and not message[3]
-                ahead = None
-                if reply[0] != "stop" and (not same or query and not answered):  # the state is new to the worker
-                    ahead = _answers_ahead(api)
-                answered = ahead is not None or same and answered
-                self._conn.send_bytes(pickle.dumps((*reply, same, stepped, ahead)))  # the clock skips `stepped`
-            elif _is_done(message):
-                returned, error, lineno, stopped, log, exiting = message[1:]
-                if exiting:
-                    self.close()
-                return RunResult(returned, error[:MAX_ERROR_CHARS] if error else None, lineno, stopped,
-                                 _bounded_log(log))
-            else:
-                return self._failed("sent a malformed message")
+        return job
 
     def _start(self) -> None:
         """A fresh interpreter on a socket pair, in its own session (so Ctrl-C reaches only the
@@ -169,6 +143,121 @@ class Worker:
         if self._finalizer is not None:
             self._finalizer()
         self._proc = self._conn = self._poll = self._finalizer = None
+
+
+class Job:
+    """One run of code in a worker, from `Worker.start` until `result` is set (by `serve`).
+
+    Its clock is the time the trainer spent waiting on its worker (in `serve`, while the code had the
+    turn) and the trainer's handling of its calls less the env steps they took: so the time the trainer
+    spends on other jobs or other envs meanwhile is never charged to it, however many run beside it.
+    The worker's own clock agrees: each reply says how much of its round trip was the trainer's
+    handling (`host_s`), and the rest of the round trip is not the code's time."""
+
+    waited = 0.0  # seconds this process has spent waiting on workers in `serve`, all jobs together
+
+    def __init__(self, worker: Worker, api: object, names: set[str], time_limit: float):
+        self.worker, self.api, self.names, self.time_limit = worker, api, names, time_limit
+        self.queries, self.answered = getattr(type(api), "_QUERIES", ()), False
+        self.charged, self.turn_from = 0.0, Job.waited  # its turn began at this `waited`
+        self.seen: float | None = None  # `waited` when serve first saw its message ready
+        self.result: RunResult | None = None
+
+    def left(self) -> float:
+        """Seconds of its clock before the kill (constant while its message waits to be read)."""
+        turn = (Job.waited if self.seen is None else self.seen) - self.turn_from
+        return self.time_limit + KILL_AFTER_S - self.charged - turn
+
+    def kill(self) -> None:
+        self.worker.close()
+        self.result = RunResult(None, f"stopped: the code ran past its time budget of {self.time_limit} s inside "
+                                "one operation (its worker process was killed)", None, "time_budget", [])
+
+    def handle(self) -> None:
+        """Read the worker's waiting message: answer an api call, or take the run's outcome."""
+        begun = perf_counter()
+        self.charged += self.seen - self.turn_from
+        worker, api = self.worker, self.api
+        try:
+            data = worker._conn.recv_bytes(MAX_MESSAGE_BYTES)
+            message = json.loads(data)
+        except (EOFError, OSError):
+            self.result = worker._failed()
+            return
+        except (ValueError, RecursionError):  # not the JSON this protocol sends
+            self.result = worker._failed("sent a malformed message")
+            return
+        if _is_call(message, self.names) and len(data) <= 6 * MAX_CALL_CHARS + 200:  # JSON escapes: 6 a char
+            steps, before = getattr(api, "_steps", None), getattr(api, "_env_time", 0.0)
+            reply = _call(api, *message[1:])
+            stepped = getattr(api, "_env_time", 0.0) - before
+            same = steps is not None and getattr(api, "_steps", None) == steps  # no env step: nothing changed
+            query = message[1] in self.queries and not message[2] and not message[3]
+            if query:
+                worker.asked.add(message[1])
+            ahead = None
+            if reply[0] != "stop" and (not same or query and not self.answered):  # the state is new to the worker
+                ahead = _answers_ahead(api, worker.asked)
+            self.answered = ahead is not None or same and self.answered
+            host_s = perf_counter() - begun - stepped  # the call's handling, on the code's clock
+            try:
+                worker._conn.send_bytes(pickle.dumps((*reply, same, host_s, ahead)))
+            except OSError:
+                self.result = worker._failed()
+                return
+            self.charged += host_s
+            self.turn_from, self.seen = Job.waited, None
+        elif _is_done(message):
+            returned, error, lineno, stopped, log, exiting = message[1:]
+            if exiting:
+                worker.close()
+            self.result = RunResult(returned, error[:MAX_ERROR_CHARS] if error else None, lineno, stopped,
+                                    _bounded_log(log))
+        else:
+            self.result = worker._failed("sent a malformed message")
+
+
+def serve(jobs: list[Job], *, wait: bool = True) -> None:
+    """Answer the jobs' api calls as their workers send them, until every job has its result (`wait`), or
+    once for the messages waiting now (not `wait`: between other work, see env.CodeActionVectorEnv). A
+    worker that overruns its job's clock is killed. An interrupt (Ctrl-C) kills the unfinished jobs'
+    workers and is raised again."""
+    live = {job.worker._conn.fileno(): job for job in jobs if job.result is None}
+    own = len(live) > 1  # one job: its worker's poll object; more: one for them all
+    poll = select.poll() if own else next(iter(live.values())).worker._poll if live else None
+    for fd in live if own else ():
+        poll.register(fd, select.POLLIN)
+
+    def drop(fd: int) -> None:
+        del live[fd]
+        if own:
+            poll.unregister(fd)
+
+    try:
+        while live:
+            for fd, job in list(live.items()):
+                if job.seen is None and job.left() <= 0:
+                    drop(fd)
+                    job.kill()
+            running = [job.left() for job in live.values() if job.seen is None]
+            timeout = max(min(running), 0.0) if wait and running else 0.0
+            begun = perf_counter()
+            ready = poll.poll(timeout * 1e3) if live else []
+            Job.waited += perf_counter() - begun
+            for fd, _ in ready:
+                if live[fd].seen is None:
+                    live[fd].seen = Job.waited
+            for fd, _ in ready:
+                job = live[fd]
+                job.handle()
+                if job.result is not None:
+                    drop(fd)
+            if not wait:
+                return
+    except BaseException:
+        for job in live.values():
+            job.worker.close()
+        raise
 
 
 _spawns: queue.SimpleQueue | None = None  # Popen requests for the spawner thread, made on first need
@@ -220,10 +309,9 @@ def _public_methods(kind: type) -> tuple[str, ...]:  # dir() of a class: ~20 us,
     return tuple(n for n in dir(kind) if not n.startswith("_") and callable(getattr(kind, n)))
 
 
-def _answers_ahead(api: object) -> dict[bytes, bytes]:
-    """The replies to the api's `_QUERIES`, keyed by the request the worker would send for each."""
-    return {_query_key(name): pickle.dumps((*_call(api, name, [], {}), True, 0.0, None))
-            for name in getattr(type(api), "_QUERIES", ())}
+def _answers_ahead(api: object, names: set[str]) -> dict[bytes, bytes]:
+    """The replies to these queries of the api, keyed by the request the worker would send for each."""
+    return {_query_key(name): pickle.dumps((*_call(api, name, [], {}), True, 0.0, None)) for name in names}
 
 
 @functools.cache

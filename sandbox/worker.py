@@ -16,8 +16,9 @@ Messages: trainer -> worker are pickles (trusted); worker -> trainer are JSON (t
 unpickle what code it does not trust may have written):
     ("run", source, entry, names, time_limit, cpu_limit)  ->  ["call", name, args, kwargs] ...  ["done", ...]
     ("return", value, *tail) | ("stop", reason, message, *tail) | ("raise", name, message, *tail)  (call replies)
-    tail = (same: the call took no env step, env_s: seconds of env steps it took, ahead: None or the
-    replies to the api's queries, keyed by request, as host._answers_ahead makes them)
+    tail = (same: the call took no env step, host_s: seconds of the trainer's handling of the call less
+    its env steps (the only part of a round trip on the code's clock), ahead: None or the replies to
+    the api's queries, keyed by request, as host._answers_ahead makes them)
 """
 
 import ctypes
@@ -105,21 +106,26 @@ class _Run:
     def call_api(self, name: str, args: tuple, kwargs: dict) -> object:
         """One api call: one round trip to the trainer, unless the same call was answered since the last
         env step (the reply says whether it took one) or answered ahead (host._answers_ahead),
-        when the answer is unpickled again: a fresh copy the code may change. The clock runs on, but for
-        the env steps the call took: the trainer's kill clock does the same."""
+        when the answer is unpickled again: a fresh copy the code may change. Of a round trip the clock
+        counts the trainer's handling of the call less its env steps (the reply's `host_s`), not the
+        time the call waited while the trainer served other work: the trainer's kill clock does the same
+        (host.Job)."""
         request = _encode_call(name, args, kwargs)
         data = self.answers.get(request)
         if data is None:
+            sent = perf_counter()
             try:
                 self.conn.send_bytes(request)
                 data = self.conn.recv_bytes()
             except BaseException:  # noqa: BLE001 - a half-done round trip: the protocol is out of step
                 os._exit(3)  # the trainer sees a dead worker, fails this call and starts a fresh one
-        reply = pickle.loads(data)
-        same, stepped, ahead = reply[-3:]
+            reply = pickle.loads(data)
+            self.deadline += perf_counter() - sent - reply[-2]  # all of the round trip but the call's handling
+        else:
+            reply = pickle.loads(data)
+        same, _, ahead = reply[-3:]
         if not same:
             self.answers = {}
-            self.deadline += stepped
         self.answers.update(ahead or {})
         if same:
             self.answers[request] = data

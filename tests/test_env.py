@@ -4,6 +4,7 @@ import json
 from collections import Counter
 
 import crafter
+import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
@@ -129,6 +130,38 @@ def test_vector_env_reports_episode_stats_per_env():
     assert obs["image"].shape == (2, 64, 64, 3)
     assert envs.single_action_space.n == 18
     envs.close()
+
+
+def _same(a, b) -> bool:
+    """Equal values, arrays and nested dicts (a vector env's infos)."""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, tuple | list) or isinstance(a, np.ndarray) and a.dtype == object:  # final_obs: dicts
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(np.array_equal(a, b)) if isinstance(a, np.ndarray) else a == b
+
+
+def test_code_actions_running_at_once_give_what_stepping_the_envs_one_by_one_gives(tmp_path):
+    """CodeActionVectorEnv (the default) against gymnasium's SyncVectorEnv on the same envs and actions:
+    the same observations, rewards, ends and infos at every step, and the same stats file, row for row.
+    At step 6 env 0's code action works a while before its one step and env 1's base action ends its
+    episode meanwhile: the rows must still come in env order."""
+    actions = [E.CHOP_TREE, code("busy", "    n = 0\n    for i in range(40000):\n        n += i\n    api.noop()\n")]
+    made = {kind: E.make_vec_env("collect_wood", 3, code_actions=actions, seed=4, max_steps=6,
+                                 stats_path=tmp_path / f"{kind}.jsonl") for kind in ("together", "one_by_one")}
+    together, one_by_one = made["together"], gym.vector.SyncVectorEnv(
+        made["one_by_one"].env_fns, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    assert type(together) is E.CodeActionVectorEnv
+    rng = np.random.default_rng(0)
+    schedule = [[0, 0, 17]] * 5 + [[18, 0, 18]] + rng.choice([0, 1, 2, 17, 18], size=(30, 3)).tolist()
+    assert _same(together.reset(seed=4), one_by_one.reset(seed=4))
+    for step, a in enumerate(schedule):
+        got, want = together.step(np.array(a)), one_by_one.step(np.array(a))
+        assert all(_same(x, y) for x, y in zip(got, want, strict=True)), f"step {step}: {a}"
+    rows = (tmp_path / "together.jsonl").read_text()
+    assert rows == (tmp_path / "one_by_one.jsonl").read_text() and rows.count("\n") >= 6
+    for envs in (together, one_by_one, made["one_by_one"]):
+        envs.close()
 
 
 def test_shaping_rewards_inventory_gains():

@@ -246,7 +246,10 @@ def test_the_views_names_from_slices_are_the_cell_by_cell_names_everywhere_the_e
     for x, y in [(0, 0), (w - 1, h - 1), (2, 1), (w - 3, 5), (10, 3), (5, h - 2), (-20, 3), (w + 9, h + 9)]:
         want = [[crafter_env._name(*world[x + dx, y + dy]) for dx in range(-4, 5)] for dy in range(-3, 4)]
         assert world.cell_names(x - 4, x + 5, y - 3, y + 4, crafter_env._name) == want, (x, y)
+        assert world.names_in(x - 4, x + 5, y - 3, y + 4, crafter_env._name) == set(sum(want, [])), (x, y)
     assert "cow" in sum(world.cell_names(6, 15, -2, 5, crafter_env._name), []) and "unknown" in want[0]
+    world[(10, 1)] = "sand"  # the only sand in view, under the cow: not in view
+    assert "sand" not in world.names_in(6, 15, -2, 5, crafter_env._name)
     env.close()
 
 

@@ -400,6 +400,33 @@ def test_queries_are_answered_ahead_without_a_round_trip(worker, monkeypatch):
     assert result.returned == [[0, 9], [0], [1], [1]] and messages == ["where", "step"] and api.wheres == 3
 
 
+class TwoQueries(FakeApi):
+    _QUERIES = ("where", "there")
+
+    def there(self) -> list[int]:
+        self.theres = getattr(self, "theres", 0) + 1
+        return [self._steps]
+
+
+def test_only_the_queries_code_has_asked_are_answered_ahead():
+    """Answering a query nobody reads costs the trainer its time after every step: a worker answers
+    ahead only those its code has asked (here `where`, never `there`)."""
+    worker = host.Worker()
+    try:
+        api = TwoQueries()
+        result = _run(worker, """
+            def act(api):
+                api.where()
+                api.step()
+                api.step()
+                return api.where()
+        """, api)
+        assert result.returned == [2] and api.wheres == 4 and not hasattr(api, "theres")
+        assert worker.asked == {"where"}
+    finally:
+        worker.close()
+
+
 def test_print_output_is_captured_and_bounded(worker):
     result = _run(worker, """
         def act(api):

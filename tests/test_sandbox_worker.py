@@ -60,6 +60,47 @@ def test_an_overrun_inside_one_c_call_kills_the_worker_and_the_next_run_gets_a_f
         worker.close()
 
 
+def test_jobs_served_together_each_get_their_own_result_and_an_overrun_kills_only_its_worker():
+    """Several workers' code at once (env.CodeActionVectorEnv's way): each job's calls reach its own
+    api, and one that hangs inside a C call is killed on its own clock while the others finish."""
+    workers = [host.Worker() for _ in range(3)]
+    try:
+        apis = [FakeApi(budget=3 + i) for i in range(3)]
+        sources = [CANARY.replace("< 3", f"< {3 + i}").replace("n == 2", f"n == {2 + i}") for i in range(2)]
+        jobs = [w.start(src, "act", api, time_limit=0.3)
+                for w, src, api in zip(workers[:2], sources, apis[:2], strict=True)]
+        jobs.append(workers[2].start(LONG_C_CALL, "act", apis[2], time_limit=0.3))
+        start = time.perf_counter()
+        host.serve(jobs)
+        took = time.perf_counter() - start
+        assert [(j.result.returned, j.result.error) for j in jobs[:2]] == [(True, None), (True, None)]
+        assert [a._steps for a in apis[:2]] == [3, 4]
+        assert jobs[2].result.stopped == "time_budget" and "killed" in jobs[2].result.error
+        assert 0.3 + host.KILL_AFTER_S <= took < 0.3 + host.KILL_AFTER_S + 0.5
+        assert [w.starts for w in workers] == [1, 1, 1] and workers[2]._proc is None
+    finally:
+        for w in workers:
+            w.close()
+
+
+def test_a_jobs_clock_skips_the_time_the_trainer_spends_on_the_other_jobs():
+    """One job's env steps take 1.2 s of the trainer's time in all; another job's 30 calls each wait
+    for one of them. The waiting job is not charged that time, so its 0.3 s budget holds."""
+    workers = [host.Worker() for _ in range(2)]
+    try:
+        slow = workers[0].start("def act(api):\n    for _ in range(12):\n        api.slow()\n    return True\n",
+                                "act", FakeApi(budget=99, sleep=0.1), time_limit=0.3)
+        quick = workers[1].start("def act(api):\n    for i in range(30):\n        api.query(i)\n    return True\n",
+                                 "act", FakeApi(), time_limit=0.3)
+        start = time.perf_counter()
+        host.serve([slow, quick])
+        assert time.perf_counter() - start > 1.2
+        assert [(j.result.returned, j.result.error) for j in (slow, quick)] == [(True, None), (True, None)]
+    finally:
+        for w in workers:
+            w.close()
+
+
 class KillingApi(FakeApi):
     """Api methods that do to the worker what a crash or a Ctrl-C would."""
 
