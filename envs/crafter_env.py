@@ -40,7 +40,7 @@ def make_crafter(impl: str = "fast", **kwargs) -> crafter.Env:
     hash((seed, episode)), so the seed a stats row records is the one the world was generated from."""
     if impl not in CRAFTER_IMPLS:
         raise ValueError(f"crafter_impl must be one of {CRAFTER_IMPLS}, not {impl!r}")
-    env = fastcrafter.Env(**kwargs) if impl == "fast" else crafter.Env(**kwargs)
+    env = fastcrafter.Env(semantic=False, **kwargs) if impl == "fast" else crafter.Env(**kwargs)  # see CrafterEnv
     world, world_reset = env._world, env._world.reset
 
     def reset(seed: int | None = None) -> None:
