@@ -1,9 +1,11 @@
 """Code actions' training throughput next to plain PPO's, side by side in one run:
 
-    python -m bench.code_sps                  # collect_stone and crafter, 3 rounds x 2048 env steps a mode
+    python -m bench.code_sps                  # collect_stone and crafter, 12 rounds x 1024 env steps a mode
     python -m bench.code_sps --tasks collect_wood --steps 2048 --rounds 2   # a quick look
 
-The default run takes under a minute on the idle 2-core machine (6144 timed env steps per mode and task).
+The default run takes about a minute on the idle 2-core machine (12288 timed env steps per mode and task, in
+rounds of one rollout each: short rounds interleave the modes closely, so a slower spell of the machine falls
+on all of them alike).
 
 Per task, on the same world seeds and rollout sizes (8 envs x 128 decisions, 4 minibatches x 4 epochs, 1 torch
 thread, fastcrafter), three modes as train.py runs them:
@@ -103,8 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--num-steps", type=int, default=128, help="rollout length per env (decisions)")
     p.add_argument("--minibatches", type=int, default=4)
     p.add_argument("--epochs", type=int, default=4)
-    p.add_argument("--steps", type=int, default=6144, help="timed env steps per mode and task (all rounds)")
-    p.add_argument("--rounds", type=int, default=3, help="the modes take turns this many times")
+    p.add_argument("--steps", type=int, default=12288, help="timed env steps per mode and task (all rounds)")
+    p.add_argument("--rounds", type=int, default=12, help="the modes take turns this many times")
     p.add_argument("--seed", type=int, default=1)
     args = p.parse_args(argv)
     torch.set_num_threads(1)

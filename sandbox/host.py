@@ -158,7 +158,7 @@ class Job:
 
     def __init__(self, worker: Worker, api: object, names: set[str], time_limit: float):
         self.worker, self.api, self.names, self.time_limit = worker, api, names, time_limit
-        self.queries, self.answered = getattr(type(api), "_QUERIES", ()), False
+        self.queries, self.answered = frozenset(getattr(type(api), "_QUERIES", ())), False
         self.charged, self.turn_from = 0.0, Job.waited  # its turn began at this `waited`
         self.seen: float | None = None  # `waited` when serve first saw its message ready
         self.result: RunResult | None = None
@@ -197,7 +197,7 @@ class Job:
                 worker.asked.add(message[1])
             ahead = None
             if reply[0] != "stop" and (not same or query and not self.answered):  # the state is new to the worker
-                ahead = _answers_ahead(api, worker.asked)
+                ahead = _answers_ahead(api, worker.asked & self.queries)  # this api's, asked on this worker
             self.answered = ahead is not None or same and self.answered
             host_s = perf_counter() - begun - stepped  # the call's handling, on the code's clock
             try:

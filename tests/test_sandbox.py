@@ -408,6 +408,10 @@ class TwoQueries(FakeApi):
         return [self._steps]
 
 
+class NoQueries(FakeApi):
+    _QUERIES = ()
+
+
 def test_only_the_queries_code_has_asked_are_answered_ahead():
     """Answering a query nobody reads costs the trainer its time after every step: a worker answers
     ahead only those its code has asked (here `where`, never `there`)."""
@@ -423,6 +427,9 @@ def test_only_the_queries_code_has_asked_are_answered_ahead():
         """, api)
         assert result.returned == [2] and api.wheres == 4 and not hasattr(api, "theres")
         assert worker.asked == {"where"}
+        api = NoQueries()  # the same worker, an api whose `where` is no query: never answered ahead
+        result = _run(worker, "def act(api):\n    api.step()\n    api.step()\n    return api.where()\n", api)
+        assert result.returned == [2] and api.wheres == 1
     finally:
         worker.close()
 
