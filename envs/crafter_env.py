@@ -193,7 +193,11 @@ class CrafterEnv(gym.Env):
     def initiation_state(self, with_view: bool) -> tuple[dict[str, int], set[str] | None]:
         """What code actions' initiation conditions read (core.can_start): the inventory, and with `with_view`
         the names in the view as the API sees them (read once for all of a step's code actions)."""
-        return self._crafter._player.inventory, view_set(self._crafter) if with_view else None
+        world, (x, y), visible = self._crafter._world, self._crafter._player.pos.tolist(), None
+        if with_view:  # fastcrafter names them from the ids in two slices of its maps
+            visible = (world.names_in(x - 4, x + 5, y - 3, y + 4, _name) if hasattr(world, "names_in")
+                       else {name for row in view_names(self._crafter) for name in row})
+        return self._crafter._player.inventory, visible
 
     def stats_row(self) -> dict:
         """The episode so far as one row of Crafter's Recorder format (length, reward, achievement_*),
@@ -221,8 +225,7 @@ class CrafterEnv(gym.Env):
         return "arrow" if any(kind == "Skeleton" for kind, _ in near) else "zombie"
 
     def write_held_rows(self) -> None:
-        """Write the rows held since `held_rows` was set to a list (env.CodeActionVectorEnv keeps the
-        file's order while envs step at the same time), and stop holding."""
+        """Write the rows held since `held_rows` was set to a list (env.CodeActionVectorEnv), stop holding."""
         for row in self.held_rows or ():
             self._write_stats(row, self.stats_path)
         self.held_rows = None
@@ -377,14 +380,6 @@ def view_names(crafter) -> list[list[str]]:
     if hasattr(world, "cell_names"):  # fastcrafter: the same names from two slices of its maps
         return world.cell_names(x - 4, x + 5, y - 3, y + 4, _name)
     return [[_name(*world[x + dx, y + dy]) for dx in range(-4, 5)] for dy in range(-3, 4)]
-
-
-def view_set(crafter) -> set[str]:
-    """The names in view_names, as a set."""
-    world, (x, y) = crafter._world, crafter._player.pos.tolist()
-    if hasattr(world, "names_in"):  # fastcrafter: from the ids in two slices of its maps
-        return world.names_in(x - 4, x + 5, y - 3, y + 4, _name)
-    return {name for row in view_names(crafter) for name in row}
 
 
 def _name(material: str | None, obj: object) -> str:
