@@ -357,12 +357,12 @@ class Env(crafter.Env):
     def render(self, size=None) -> np.ndarray:
         size = size or self._size
         unit = size // self._view
-        canvas = np.zeros(tuple(size) + (3,), np.uint8)
+        canvas = np.zeros((size[1], size[0], 3), np.uint8)  # rows are y: Crafter's image, laid out contiguously
         view = np.concatenate([self._local_view(unit), self._item_view(unit)], 1)
         border = (size - (size // self._view) * self._view) // 2
         (x, y), (w, h) = border, view.shape[:2]
-        canvas[x: x + w, y: y + h] = view
-        return canvas.transpose((1, 0, 2))
+        canvas[y: y + h, x: x + w] = view.transpose((1, 0, 2))
+        return canvas
 
     def _local_view(self, unit: np.ndarray) -> np.ndarray:
         """LocalView.__call__: the 9x7 cells' tile ids (material x creature), then one compiled pass."""
