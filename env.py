@@ -222,7 +222,8 @@ class CodeActionVectorEnv(gym.vector.SyncVectorEnv):
             env.held_rows = []
         jobs, out = {}, {}
         try:
-            jobs = {i: self.envs[i].start(each[i]) for i in coded}
+            for i in coded:  # one by one into `jobs`, so that an interrupt among them leaves none running
+                jobs[i] = self.envs[i].start(each[i])
             for i, env in enumerate(self.envs):
                 if i not in jobs:
                     out[i] = env.step(each[i])

@@ -164,6 +164,33 @@ def test_code_actions_running_at_once_give_what_stepping_the_envs_one_by_one_giv
         envs.close()
 
 
+def test_an_interrupt_while_code_actions_run_at_once_leaves_no_worker_running(monkeypatch, tmp_path):
+    """Ctrl-C inside an api call of one env's code action (here: noop raises it), or in another env's base
+    step, reaches the trainer; every worker of that step is ended, no stats row stays held, and the next
+    step starts fresh workers."""
+    envs = E.make_vec_env("collect_wood", 3, code_actions=[code("wait", "    api.noop()\n")], seed=1,
+                          stats_path=tmp_path / "stats.jsonl")
+    envs.reset(seed=1)
+    noop = E.CrafterAPI.noop
+
+    def ctrl_c(api, times=1):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(E.CrafterAPI, "noop", ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        envs.step(np.array([17, 0, 17]))
+    assert all(env.sandbox._proc is None for env in envs.envs)
+    assert all(env.unwrapped.held_rows is None for env in envs.envs)
+    monkeypatch.setattr(E.CrafterAPI, "noop", noop)
+    monkeypatch.setattr(envs.envs[1], "step", ctrl_c)  # and while another env takes a base step
+    with pytest.raises(KeyboardInterrupt):
+        envs.step(np.array([17, 0, 17]))
+    assert all(env.sandbox._proc is None for env in envs.envs)
+    info = envs.step(np.array([17, 17, 17]))[4]
+    assert list(info["prim_steps"]) == [1, 1, 1] and not any(info["code_error"])
+    envs.close()
+
+
 def test_shaping_rewards_inventory_gains():
     env = E.make_env("place_table", 0, code_actions=[E.CHOP_TREE], shaping={"wood": 0.25})
     env.reset(seed=0)
