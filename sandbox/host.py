@@ -7,7 +7,7 @@ replaced whenever the code overruns its budget or crashes it.
     serve(jobs)                                                  # each job.result set
     worker.close()
 
-`run` sends the source to the worker (worker.py, run as `python -m sandbox.worker` from the repository's
+`run` (or `start`) sends the source to the worker (worker.py, run as `python -m sandbox.worker` from the repository's
 root: a fresh interpreter as multiprocessing's "spawn" makes one: no fork of a trainer that holds torch
 threads; started with subprocess because gymnasium's async vector-env workers are daemonic, and
 multiprocessing refuses them children; ~0.2 s, once per env, see bench/sandbox_proxy.py), then serves
@@ -27,8 +27,8 @@ The code's clock is its own time: its worker's, and the trainer's handling of it
 env steps they took (`api._env_time`, which core.PrimitiveAPI keeps), never the time the trainer spent
 on other jobs meanwhile (see Job): env steps are bounded by the step budget, everything else (the
 code, api calls that take no step, failing ones) by `time_limit`, so no count of api calls has to fit
-the machine's load. The wait is bounded from outside: once that clock
-passes `time_limit + KILL_AFTER_S`, the worker is killed. A killed or crashed worker fails that one
+the machine's load. The wait is bounded from outside: once that clock passes `time_limit +
+KILL_AFTER_S`, the worker is killed. A killed or crashed worker fails that one
 code action with a reason in RunResult.error; the next run starts a fresh worker. Should the trainer
 itself die (SIGKILL, the OOM killer), the operating system ends the worker: a parent-death signal, and
 a CPU-time limit per run (see worker.main), since a worker inside one long C call runs none of
