@@ -80,3 +80,14 @@ def test_one_process_never_touches_torch_distributed(monkeypatch):
     assert not torch.distributed.is_initialized()
     obj = {"plan": [1, 2]}
     assert D.broadcast(obj) is obj and D.all_gather([3, 4]) == [3, 4]
+
+
+@pytest.mark.parametrize("world", ["1", "2"])
+def test_a_rank_ends_with_its_code_and_its_output_flushed(world):
+    """Under torchrun a rank leaves by os._exit (gloo's threads can abort the interpreter's teardown): its
+    exit code and its buffered output must still come out; a plain process exits as usual."""
+    code = "import distributed as D\nprint('done', end='')\nD.end_process(3)\n"
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "PYTHONUNBUFFERED")}
+    env["WORLD_SIZE"] = world  # and stdout a pipe, so block-buffered: lost to os._exit unless flushed
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env=env)
+    assert (out.returncode, out.stdout) == (3, "done"), out.stderr
