@@ -193,11 +193,7 @@ class CrafterEnv(gym.Env):
     def initiation_state(self, with_view: bool) -> tuple[dict[str, int], set[str] | None]:
         """What code actions' initiation conditions read (core.can_start): the inventory, and with `with_view`
         the names in the view as the API sees them (read once for all of a step's code actions)."""
-        world, (x, y), visible = self._crafter._world, self._crafter._player.pos.tolist(), None
-        if with_view:  # fastcrafter names them from the ids in two slices of its maps
-            visible = (world.names_in(x - 4, x + 5, y - 3, y + 4, _name) if hasattr(world, "names_in")
-                       else {name for row in view_names(self._crafter) for name in row})
-        return self._crafter._player.inventory, visible
+        return self._crafter._player.inventory, view_set(self._crafter) if with_view else None
 
     def stats_row(self) -> dict:
         """The episode so far as one row of Crafter's Recorder format (length, reward, achievement_*),
@@ -374,12 +370,26 @@ class CrafterAPI(PrimitiveAPI):
         return None
 
 
+def _view_box(crafter) -> tuple[int, int, int, int]:
+    """x0, x1, y0, y1 of the 9x7 cells around the player: the api's view."""
+    x, y = crafter._player.pos.tolist()
+    return x - 4, x + 5, y - 3, y + 4
+
+
 def view_names(crafter) -> list[list[str]]:
     """The 9x7 cells around the player as names, rows from top: [dy + 3][dx + 4] (CrafterAPI.view)."""
-    world, (x, y) = crafter._world, crafter._player.pos.tolist()
+    world, (x0, x1, y0, y1) = crafter._world, _view_box(crafter)
     if hasattr(world, "cell_names"):  # fastcrafter: the same names from two slices of its maps
-        return world.cell_names(x - 4, x + 5, y - 3, y + 4, _name)
-    return [[_name(*world[x + dx, y + dy]) for dx in range(-4, 5)] for dy in range(-3, 4)]
+        return world.cell_names(x0, x1, y0, y1, _name)
+    return [[_name(*world[x, y]) for x in range(x0, x1)] for y in range(y0, y1)]
+
+
+def view_set(crafter) -> set[str]:
+    """The names of view_names as a set, for code actions' initiation conditions."""
+    world = crafter._world
+    if hasattr(world, "names_in"):  # fastcrafter: from the ids in the same two slices
+        return world.names_in(*_view_box(crafter), _name)
+    return {name for row in view_names(crafter) for name in row}
 
 
 def _name(material: str | None, obj: object) -> str:

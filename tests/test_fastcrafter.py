@@ -235,6 +235,8 @@ def test_env_py_runs_either_implementation_alike():
     # the api's view on each: fastcrafter names the cells from slices of its maps, crafter one lookup per cell
     views = [crafter_env.view_names(env.unwrapped._crafter) for env in envs]
     assert views[0] == views[1] and views[0][3][4] == "player"
+    sets = [crafter_env.view_set(env.unwrapped._crafter) for env in envs]  # what initiation conditions read
+    assert sets[0] == sets[1] == set(sum(views[0], []))
 
 
 def test_the_views_names_from_slices_are_the_cell_by_cell_names_everywhere_the_edges_included():
