@@ -7,13 +7,13 @@ replaced whenever the code overruns its budget or crashes it.
     serve(jobs)                                                  # each job.result set
     worker.close()
 
-`run` (or `start`) sends the source to the worker (worker.py, run as `python -m sandbox.worker` from the repository's
-root: a fresh interpreter as multiprocessing's "spawn" makes one: no fork of a trainer that holds torch
-threads; started with subprocess because gymnasium's async vector-env workers are daemonic, and
-multiprocessing refuses them children; ~0.2 s, once per env, see bench/sandbox_proxy.py), then serves
-the code's api calls: each is one round trip, its arguments small JSON checked again here, the real api
-called in this process and its result sent back as plain data. The env never leaves the trainer, nor
-does the trainer's environment (its keys): the worker gets only MALLOC_ARENA_MAX.
+`run` (or `start`) sends the source to the worker (worker.py, run as `python -m sandbox.worker` from the
+repository's root: a fresh interpreter as multiprocessing's "spawn" makes one: no fork of a trainer that holds
+torch threads; started with subprocess because gymnasium's async vector-env workers are daemonic, and
+multiprocessing refuses them children; ~0.2 s, once per env, see bench/sandbox_proxy.py), then serves the
+code's api calls: each is one round trip, its arguments small JSON checked again here, the real api called in
+this process and its result sent back as plain data. The env never leaves the trainer, nor does the trainer's
+environment (its keys): the worker gets only MALLOC_ARENA_MAX.
 
 An api call that took no env step (`api._steps` unchanged, as core.PrimitiveAPI counts them) changed
 nothing: the worker answers the same call again itself until the next step (a skill asks view() and
@@ -28,11 +28,10 @@ env steps they took (`api._env_time`, which core.PrimitiveAPI keeps), never the 
 on other jobs meanwhile (see Job): env steps are bounded by the step budget, everything else (the
 code, api calls that take no step, failing ones) by `time_limit`, so no count of api calls has to fit
 the machine's load. The wait is bounded from outside: once that clock passes `time_limit +
-KILL_AFTER_S`, the worker is killed. A killed or crashed worker fails that one
-code action with a reason in RunResult.error; the next run starts a fresh worker. Should the trainer
-itself die (SIGKILL, the OOM killer), the operating system ends the worker: a parent-death signal, and
-a CPU-time limit per run (see worker.main), since a worker inside one long C call runs none of
-its own Python.
+KILL_AFTER_S`, the worker is killed. A killed or crashed worker fails that one code action with a reason
+in RunResult.error; the next run starts a fresh worker. Should the trainer itself die (SIGKILL, the OOM
+killer), the operating system ends the worker: a parent-death signal, and a CPU-time limit per run (see
+worker.main), since a worker inside one long C call runs none of its own Python.
 """
 
 import functools
