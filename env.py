@@ -20,6 +20,7 @@ import numpy as np
 
 from core import CodeAction, PrimitiveAPI, Task, can_start
 from envs import crafter_env, minedojo_env
+from envs.crafter_api import CrafterAPI  # noqa: F401 (re-exported)
 from envs.crafter_env import (  # noqa: F401 (the Crafter names most callers want, re-exported)
     ACHIEVEMENTS,
     ACTIONS,
@@ -29,7 +30,6 @@ from envs.crafter_env import (  # noqa: F401 (the Crafter names most callers wan
     ITEMS,
     TASKS,
     TRAIN,
-    CrafterAPI,
     CrafterEnv,
     make_crafter,
     world_seed,

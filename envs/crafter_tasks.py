@@ -1,6 +1,6 @@
 """Crafter's tasks (one per achievement, plus the whole benchmark) and the game's rules as the prompts
 show them, read from Crafter's own data.yaml (crafter.constants) so they never drift from the game: the
-task records the slow agent reads, and the recipe table of the API doc (crafter_env.CrafterAPI.RECIPES).
+task records the slow agent reads, and the recipe table of the API doc (crafter_api.CrafterAPI.RECIPES).
 
 Data, not code: crafter_env.py plays these tasks; env.get_task finds them with MineDojo's.
 """

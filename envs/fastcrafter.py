@@ -98,7 +98,7 @@ class World(engine.World):
     def cell_names(self, x0: int, x1: int, y0: int, y1: int, name) -> list[list[str]]:
         """name(material, object) of each cell of [x0, x1) x [y0, y1), one row per y: what calling `name` on
         __getitem__ of each cell gives ((None, None) off the world), from two slices of the maps instead
-        of one lookup per cell (crafter_env.view_names, several times per step of a code action)."""
+        of one lookup per cell (crafter_api.view_names, several times per step of a code action)."""
         (w, h), mats, objs = self.area, self._mat_names, self._objects
         cx0, cx1, cy0, cy1 = max(x0, 0), min(x1, w), max(y0, 0), min(y1, h)
         off = name(None, None)

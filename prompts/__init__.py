@@ -16,7 +16,7 @@ The planner: slow_agent.SlowAgent.plan
       menu), milestones and view cells (an initiation's "in_view"): the Task record (envs/crafter_tasks.py,
       envs/minedojo_env.py, found by env.get_task);
     - the API doc: core.api_doc(env.api_for(task), --max-macro-steps), from the API class's docstrings
-      (crafter_env.CrafterAPI, minedojo_env.MineDojoAPI), its recipes (Crafter: crafter_tasks.recipe_table,
+      (crafter_api.CrafterAPI, minedojo_env.MineDojoAPI), its recipes (Crafter: crafter_tasks.recipe_table,
       from Crafter's data.yaml; MineDojo: minedojo_env.RECIPE_TABLE) and common.CALL_RULES;
     - "subtasks": slow_agent._subtasks_rule picks SUBTASKS_LONG (a chain of plans.LONG_CHAIN or more),
       SUBTASKS_BENCHMARK (both followed by CURRICULUM, from curriculum.py's THRESHOLD, WINDOW and

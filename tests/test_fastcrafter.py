@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import env as E
-from envs import crafter_env, fastcrafter
+from envs import crafter_api, fastcrafter
 
 SEEDS = range(10)
 STEPS = 1000
@@ -233,9 +233,9 @@ def test_env_py_runs_either_implementation_alike():
     with pytest.raises(ValueError, match="crafter_impl"):
         E.make_env("collect_wood", 0, crafter_impl="nope")
     # the api's view on each: fastcrafter names the cells from slices of its maps, crafter one lookup per cell
-    views = [crafter_env.view_names(env.unwrapped._crafter) for env in envs]
+    views = [crafter_api.view_names(env.unwrapped._crafter) for env in envs]
     assert views[0] == views[1] and views[0][3][4] == "player"
-    sets = [crafter_env.view_set(env.unwrapped._crafter) for env in envs]  # what initiation conditions read
+    sets = [crafter_api.view_set(env.unwrapped._crafter) for env in envs]  # what initiation conditions read
     assert sets[0] == sets[1] == set(sum(views[0], []))
 
 
@@ -246,12 +246,12 @@ def test_the_views_names_from_slices_are_the_cell_by_cell_names_everywhere_the_e
     world.add(crafter.objects.Cow(world, (10, 1)))
     w, h = world.area
     for x, y in [(0, 0), (w - 1, h - 1), (2, 1), (w - 3, 5), (10, 3), (5, h - 2), (-20, 3), (w + 9, h + 9)]:
-        want = [[crafter_env._name(*world[x + dx, y + dy]) for dx in range(-4, 5)] for dy in range(-3, 4)]
-        assert world.cell_names(x - 4, x + 5, y - 3, y + 4, crafter_env._name) == want, (x, y)
-        assert world.names_in(x - 4, x + 5, y - 3, y + 4, crafter_env._name) == set(sum(want, [])), (x, y)
-    assert "cow" in sum(world.cell_names(6, 15, -2, 5, crafter_env._name), []) and "unknown" in want[0]
+        want = [[crafter_api._name(*world[x + dx, y + dy]) for dx in range(-4, 5)] for dy in range(-3, 4)]
+        assert world.cell_names(x - 4, x + 5, y - 3, y + 4, crafter_api._name) == want, (x, y)
+        assert world.names_in(x - 4, x + 5, y - 3, y + 4, crafter_api._name) == set(sum(want, [])), (x, y)
+    assert "cow" in sum(world.cell_names(6, 15, -2, 5, crafter_api._name), []) and "unknown" in want[0]
     world[(10, 1)] = "sand"  # the only sand in view, under the cow: not in view
-    assert "sand" not in world.names_in(6, 15, -2, 5, crafter_env._name)
+    assert "sand" not in world.names_in(6, 15, -2, 5, crafter_api._name)
     env.close()
 
 
