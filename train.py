@@ -84,7 +84,8 @@ class Args:
     device: str = "auto"
     """auto (CUDA when available) | cpu | cuda"""
     threads: int = 1
-    """torch CPU threads; 1 is fastest when the envs step in the same process (2 on 2 busy cores: 10-40x slower)"""
+    """torch CPU threads. 1 is safe when other jobs share the cores (2 on 2 busy cores: 10-40x slower); on an idle
+    2-core machine 2 trained plain PPO ~1.2x faster (bench/ppo_sps.py --threads 2), not repeating 1 thread bit by bit"""
     max_macro_steps: int = 64
     """most env steps one call of a code action may take"""
     eval_episodes: int = 8

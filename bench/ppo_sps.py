@@ -2,6 +2,7 @@
 
     python -m bench.ppo_sps                         # collect_wood, 8 envs x 128 steps, 4 x 4, 16384 steps each
     python -m bench.ppo_sps --steps 4096 --rounds 2 # a quick look
+    python -m bench.ppo_sps --sides cd --threads 2  # ours against SB3 only, both on 2 torch threads
 
 On the same task, world seeds and rollout sizes (8 envs x 128 steps, 4 minibatches x 4 epochs, 1 torch thread):
   (a) raw env: fastcrafter through env.make_vec_env, random actions, no learner;
@@ -19,7 +20,9 @@ The last line is the issue's summary: X = c/b, Y = c/d, Z = c/a (targets X >= 2.
 gives the same ratios per round (min / median / max over the rounds, each round's sides measured back to back),
 so whether a target holds in every round, not only on the sums, can be read off one run; on a machine shared
 with other jobs the wall-clock ratios swing with their load, the CPU-time ones (this process's CPU seconds) much less.
-SB3 is a bench-only dependency: pip install -r bench/requirements.txt
+--sides runs some of the sides only (the ratios of those present are printed); --threads sets every side's torch
+threads (1 by default: the trainer's default; SB3, whose rollouts step the envs in the same process too, gets
+the same). SB3 is a bench-only dependency: pip install -r bench/requirements.txt
 """
 
 import argparse
@@ -173,20 +176,28 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=16384, help="timed env steps per side (all rounds)")
     p.add_argument("--rounds", type=int, default=4, help="the sides take turns this many times")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--sides", default="abcd", help="which of the sides (a)-(d) to run, e.g. cd")
+    p.add_argument("--threads", type=int, default=1, help="torch threads, the same for every side")
     args = p.parse_args()
+    if not args.sides or set(args.sides) - set("abcd"):
+        p.error(f"--sides takes letters of abcd, not {args.sides!r}")
+    if args.threads < 1:
+        p.error("--threads must be at least 1")
     rollout = args.num_steps * args.num_envs
     chunk = args.steps // args.rounds
     if chunk < rollout or chunk % rollout:
         p.error(f"--steps / --rounds must be a multiple of one rollout ({rollout} env steps)")
     args.warmup = rollout
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     bf16 = use_bf16("auto", torch.device("cpu"))
     print(f"task {args.task}, {args.num_envs} envs x {args.num_steps} steps, {args.minibatches} minibatches x "
-          f"{args.epochs} epochs, 1 torch thread, {args.steps} timed env steps per side in {args.rounds} rounds, "
+          f"{args.epochs} epochs, {args.threads} torch thread(s), {args.steps} timed env steps per side in "
+          f"{args.rounds} rounds, "
           f"precision auto -> {'bf16' if bf16 else 'fp32'}, load average {open('/proc/loadavg').read().split()[0]}")
-    a, b = RawEnv(args), Ours(args, "(b) original Crafter + fp32 learner", "original", "fp32")
-    c, d = Ours(args, "(c) fastcrafter + new defaults (auto)", "fast", "auto"), SB3(args)
-    sides = [a, b, c, d]
+    every = {"a": RawEnv(args), "b": Ours(args, "(b) original Crafter + fp32 learner", "original", "fp32"),
+             "c": Ours(args, "(c) fastcrafter + new defaults (auto)", "fast", "auto"), "d": SB3(args)}
+    sides = [side for key, side in every.items() if key in args.sides]
+    a, b, c, d = (every[k] if k in args.sides else None for k in "abcd")
     for side in sides:
         side.setup(args.warmup)
     for _ in range(args.rounds):
@@ -198,16 +209,19 @@ def main() -> None:
     fp32, bf16 = update_ms(args, False), update_ms(args, True)
     print(f"learner alone, one {rollout // args.minibatches}-sample minibatch update: fp32 {fp32:.1f} ms, "
           f"bf16 {bf16:.1f} ms ({fp32 / bf16:.2f}x)")
+    pairs = [(name, x) for name, x in (("c/b", b), ("c/d", d), ("c/a", a)) if c is not None and x is not None]
     print(f"peak RSS of the process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB; "
-          f"load average now {open('/proc/loadavg').read().split()[0]}; "
-          f"cpu-time ratios c/b {b.cpu / c.cpu:.2f}, c/d {d.cpu / c.cpu:.2f}")
+          f"load average now {open('/proc/loadavg').read().split()[0]}"
+          + "".join(f"; cpu-time ratio {name} {x.cpu / c.cpu:.2f}" for name, x in pairs if x is not a))
+    if not pairs:
+        return
     for kind in ("round_sps", "round_cpu_sps"):
-        ratios = lambda x, y, k=kind: sorted(u / v for u, v in zip(getattr(x, k), getattr(y, k), strict=True))
+        ratios = lambda x, k=kind: sorted(u / v for u, v in zip(getattr(c, k), getattr(x, k), strict=True))
         spread = lambda r: f"{r[0]:.2f} / {float(np.median(r)):.2f} / {r[-1]:.2f}"
         print(f"per round, {'wall' if kind == 'round_sps' else 'cpu '} (min / median / max of {args.rounds}): "
-              f"c/b {spread(ratios(c, b))}, c/d {spread(ratios(c, d))}, c/a {spread(ratios(c, a))}")
-    print(f"training speedup {c.sps() / b.sps():.2f}x over original; vs SB3 {c.sps() / d.sps():.2f}x; "
-          f"training/raw env {c.sps() / a.sps():.2f}")
+              + ", ".join(f"{name} {spread(ratios(x))}" for name, x in pairs))
+    words = {"c/b": "training speedup {:.2f}x over original", "c/d": "vs SB3 {:.2f}x", "c/a": "training/raw env {:.2f}"}
+    print("; ".join(words[name].format(c.sps() / x.sps()) for name, x in pairs))
 
 
 if __name__ == "__main__":
