@@ -20,6 +20,9 @@ The last line is the issue's summary: X = c/b, Y = c/d, Z = c/a (targets X >= 2.
 gives the same ratios per round (min / median / max over the rounds, each round's sides measured back to back),
 so whether a target holds in every round, not only on the sums, can be read off one run; on a machine shared
 with other jobs the wall-clock ratios swing with their load, the CPU-time ones (this process's CPU seconds) much less.
+SB3's side also moves with the state of glibc's heap (its fp32 update page-faults its big tensors in again, or not:
+docs/measurements.md#ppo-throughput); MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=4000000000 before the
+command takes that out for every side.
 --sides runs some of the sides only (the ratios of those present are printed); --threads sets every side's torch
 threads (1 by default: the trainer's default; SB3, whose rollouts step the envs in the same process too, gets
 the same). SB3 is a bench-only dependency: pip install -r bench/requirements.txt
