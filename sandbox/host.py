@@ -91,7 +91,7 @@ class Worker:
         try:
             if self._proc is None or self._proc.poll() is not None:
                 self._start()
-            cpu_limit = time_limit + KILL_AFTER_S + 1.0  # the kill comes first: CPU time <= wall time
+            cpu_limit = time_limit + KILL_AFTER_S + 1.0  # the kill mostly comes first; see _failed
             self._conn.send_bytes(pickle.dumps(("run", source, entry, names, time_limit, cpu_limit)))
         except OSError:  # the socket broke: the worker died before reading, or did not start
             job.result = self._failed()
@@ -129,6 +129,9 @@ class Worker:
         proc = self._proc
         self.close()
         status = proc.returncode if proc is not None else None
+        if status == -signal.SIGXCPU:  # its per-run CPU limit: the job's clock skips the trainer's other work
+            return RunResult(None, "stopped: the code ran past its time budget inside one operation (its worker "
+                             "process was ended by its CPU-time limit)", None, "time_budget", [])
         if what:
             reason = f"its worker process {what}"
         elif status is not None and status < 0:

@@ -308,9 +308,11 @@ def serve(conn: Connection) -> None:
 
 
 def _limit_cpu(seconds: float) -> None:
-    """SIGXCPU (which ends the process) once this run has used `seconds` more CPU time. The trainer's
-    kill comes first, as CPU time never outruns wall time; this bound is for a trainer that cannot kill
-    (stopped, or dead and the parent-death signal unavailable) while the code is inside one C call."""
+    """SIGXCPU (which ends the process) once this run has used `seconds` more CPU time: the bound for a
+    trainer that cannot kill (stopped, or dead and the parent-death signal unavailable) while the code is
+    inside one C call. The trainer's kill usually comes first, but its clock for this run skips the time it
+    spends on other envs and jobs, while this process's CPU time runs on; the trainer then reports the
+    SIGXCPU as the time budget (host.Worker._failed)."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     soft = math.ceil(usage.ru_utime + usage.ru_stime + seconds)
     try:

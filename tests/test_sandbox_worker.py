@@ -285,6 +285,25 @@ def test_a_worker_inside_one_c_call_is_bounded_by_cpu_time_when_its_trainer_cann
     assert used <= 2.0 + host.KILL_AFTER_S + 1.0 + 1.0
 
 
+def test_a_worker_its_cpu_limit_ends_while_the_trainer_is_busy_elsewhere_ran_past_its_time_budget():
+    """The job's clock does not run while the trainer steps other envs, so a long C call can reach the
+    worker's own CPU limit first: that is the time budget, not a crash."""
+    worker = host.Worker()
+    try:
+        src = "def act(api):\n    a = 'a' * 999999\n    b = 'a' * 999999\n    return max([a, b] * 499999)\n"
+        job = worker.start(src, "act", FakeApi(), time_limit=0.05)
+        proc, start = worker._proc, time.perf_counter()
+        while proc.poll() is None and time.perf_counter() - start < 15:  # busy elsewhere: not in serve
+            time.sleep(0.05)
+        assert proc.returncode == -signal.SIGXCPU
+        host.serve([job])
+        assert job.result.stopped == "time_budget" and "CPU-time limit" in job.result.error
+        canary = worker.run(CANARY, "act", FakeApi())
+        assert (canary.returned, canary.error, worker.starts) == (True, None, 2)
+    finally:
+        worker.close()
+
+
 def test_a_code_action_that_does_not_compile_is_a_failed_action_not_an_exception():
     bad = E.CodeAction("bad", "def bad(api):\n    api.noop()\n    continue\n")
     env = E.make_env("collect_wood", 0, code_actions=[bad, E.CHOP_TREE])  # must not raise
