@@ -14,7 +14,7 @@ the sides take turns, `--rounds` rounds of steps/rounds env steps each, so load 
 falls on all sides alike. Rates are env steps per wall-clock second summed over the rounds; the CPU-time rate
 (this process) is printed beside them. "learner" = (wall time - time inside the vector env's step) per env step.
 Then one minibatch update of the learner alone, fp32 against bf16 autocast (same network, random pixels).
-Memory: the process's peak RSS, all four sides live at once (per-side RSS deltas proved meaningless: the
+Memory: the process's peak RSS, all the sides run live at once (per-side RSS deltas proved meaningless: the
 allocator reuses what earlier sides freed); per-env memory of the two Crafters is in bench/env_sps.py.
 The last line is the issue's summary: X = c/b, Y = c/d, Z = c/a (targets X >= 2.5, Y >= 1.5). The line before it
 gives the same ratios per round (min / median / max over the rounds, each round's sides measured back to back),
