@@ -21,6 +21,7 @@ import env as E
 import ppo as P
 from core import SubAction
 from policy import Agent
+from prompts.common import CALL_ENDS
 from reference import skills
 from run_state import Run
 
@@ -92,8 +93,8 @@ def reuse_skill(skill_library, name: str, check, iteration: int, hand_written: b
 
 def _empty_row() -> dict:
     """One code action's counts in CodeStats: calls, calls that returned True, env steps, the reward earned
-    inside the calls (did running it pay?), error texts."""
-    return {"chosen": 0, "ok": 0, "steps": 0, "reward": 0.0, "errors": Counter()}
+    inside the calls (did running it pay?), error texts, and how its calls ended (prompts.common.CALL_ENDS)."""
+    return {"chosen": 0, "ok": 0, "steps": 0, "reward": 0.0, "errors": Counter(), "ends": Counter()}
 
 
 class CodeStats:
@@ -111,8 +112,9 @@ class CodeStats:
     def __call__(self, actions: np.ndarray, infos: dict) -> None:
         n = len(actions)
         self.decisions += n
-        which, ok, steps, reward, err = (P.step_info(infos, k, d, n) for k, d in (
-            ("code_action", -1), ("code_ok", False), ("prim_steps", 1), ("code_reward", 0.0), ("code_error", "")))
+        which, ok, steps, reward, err, end = (P.step_info(infos, k, d, n) for k, d in (
+            ("code_action", -1), ("code_ok", False), ("prim_steps", 1), ("code_reward", 0.0), ("code_error", ""),
+            ("code_end", "")))
         for i in np.flatnonzero(which >= 0):
             row = self._row(self.action_set.actions[int(which[i])].name)
             row["chosen"] += 1
@@ -121,6 +123,8 @@ class CodeStats:
             row["reward"] += float(reward[i])
             if err[i]:
                 row["errors"][str(err[i]).splitlines()[0][:160]] += 1
+            if end[i]:
+                row["ends"][str(end[i])] += 1
         final = infos.get("final_info", {})
         if "episode" in final:
             ep = final["episode"]
@@ -128,7 +132,8 @@ class CodeStats:
 
     def restore(self, decisions: int, rows: dict, episodes: list | None = None) -> None:
         """Counts kept by a checkpoint; a count it predates starts at zero (old checkpoints resume)."""
-        self.decisions, self.rows = decisions, {name: {**_empty_row(), **r} for name, r in rows.items()}
+        self.decisions = decisions
+        self.rows = {name: {**_empty_row(), **r, "ends": Counter(r.get("ends", {}))} for name, r in rows.items()}
         self.episodes = [(int(n), bool(ok)) for n, ok in episodes or []]
 
     def totals(self) -> tuple[int, dict, list]:
@@ -156,7 +161,8 @@ class CodeStats:
                        "success_rate": round(r["ok"] / r["chosen"], 3),
                        "mean_steps": round(r["steps"] / r["chosen"], 2),
                        "mean_reward": round(r["reward"] / r["chosen"], 3),
-                       "errors": [list(e) for e in r["errors"].most_common(3)], "hand_written": name in hand}
+                       "errors": [list(e) for e in r["errors"].most_common(3)],
+                       "ends": {end: r["ends"][end] for end in CALL_ENDS}, "hand_written": name in hand}
                 for name, r in self.rows.items()}
 
 

@@ -153,14 +153,38 @@ class CodeAction:
         return self.entry or self.name
 
 
+# An initiation condition's parts (the plan's "initiation"), each optional; all given must hold. The view's
+# parts exist only for a game whose API has a view (Task.cells).
+INITIATION_KEYS = ("inventory", "inventory_below", "in_view", "in_view_any")
+VIEW_KEYS = ("in_view", "in_view_any")
+
+
 def can_start(initiation: dict, inventory: dict[str, int], visible: set[str] | None) -> bool:
     """A code action's initiation condition (the options framework's initiation set): every item of
-    "inventory" held at least that many times, every name of "in_view" somewhere in view (`visible`; None
+    "inventory" held at least that many times, every item of "inventory_below" held fewer times than that
+    (a tool not yet made: {"wood_pickaxe": 1}; a meter that is low: {"energy": 6}), every name of "in_view"
+    somewhere in view and, when "in_view_any" is given, at least one of its names in view (`visible`; None
     for a game whose API has no view, where the plan may not ask for it). The policy may choose the action
     only where this holds: a call that could not start would cost a decision and a step for nothing."""
     if any(inventory.get(item, 0) < n for item, n in initiation.get("inventory", {}).items()):
         return False
-    return visible is None or all(name in visible for name in initiation.get("in_view", []))
+    if any(inventory.get(item, 0) >= n for item, n in initiation.get("inventory_below", {}).items()):
+        return False
+    if visible is None:
+        return True
+    any_of = initiation.get("in_view_any")
+    return all(name in visible for name in initiation.get("in_view", [])) and \
+        (not any_of or any(name in visible for name in any_of))
+
+
+def initiation_text(initiation: dict) -> str:
+    """An initiation condition in words, as the critic, the code writer and the logs read it."""
+    parts = [f"holds at least {n} {item}" for item, n in initiation.get("inventory", {}).items()]
+    parts += [f"holds fewer than {n} {item}" for item, n in initiation.get("inventory_below", {}).items()]
+    parts += [f"{name} in view" for name in initiation.get("in_view", [])]
+    if initiation.get("in_view_any"):
+        parts.append(" or ".join(initiation["in_view_any"]) + " in view (at least one)")
+    return "; ".join(parts) if parts else "in any state (no initiation condition)"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -250,26 +274,36 @@ def _plan_problems(plan: Plan, task: Task | None) -> list[str]:
 
 
 def _initiation_problems(s: SubAction, task: Task | None) -> list[str]:
-    """What is wrong with a sub-action's initiation: only a "code" one has it; "inventory" counts of known
-    items (at least 1), "in_view" names the game's view shows (a game without a view offers only inventory)."""
+    """What is wrong with a sub-action's initiation: only a "code" one has it; "inventory" and "inventory_below"
+    are counts (at least 1) of known items, "in_view" and "in_view_any" names the game's view shows (a game
+    without a view offers only the inventory's parts); a condition that can never hold is refused too."""
     init, where = s.initiation, f"{s.name}.initiation"
     if not init:
         return []
     if s.how != "code":
         return [f"sub-action {s.name!r} has an initiation; only a \"code\" sub-action may"]
-    keys = ("inventory", "in_view") if task is None or task.cells else ("inventory",)
+    keys = INITIATION_KEYS if task is None or task.cells else tuple(k for k in INITIATION_KEYS if k not in VIEW_KEYS)
     out = [f"{where}.{k} is not on the menu (only {', '.join(keys)})" for k in init if k not in keys]
-    inventory, in_view = init.get("inventory", {}), init.get("in_view", [])
-    if not isinstance(inventory, dict) or not isinstance(in_view, list):
-        return out + [f"{where}: inventory must be an object of item: count and in_view a list of names"]
-    for item, n in inventory.items():
-        if task is not None and item not in task.items:
-            out.append(f"{where}.inventory: {item!r} is not an inventory item; choose from {list(task.items)}")
-        elif isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            out.append(f"{where}.inventory[{item!r}] = {n!r} must be a whole number of at least 1")
+    counts = {k: init.get(k, {}) for k in ("inventory", "inventory_below")}
+    names = {k: init.get(k, []) for k in VIEW_KEYS}
+    if not all(isinstance(v, dict) for v in counts.values()) or not all(isinstance(v, list) for v in names.values()):
+        return out + [f"{where}: inventory and inventory_below must be objects of item: count, in_view and "
+                      "in_view_any lists of names"]
+    for key, items in counts.items():
+        for item, n in items.items():
+            if task is not None and item not in task.items:
+                out.append(f"{where}.{key}: {item!r} is not an inventory item; choose from {list(task.items)}")
+            elif isinstance(n, bool) or not isinstance(n, int) or n < 1:
+                out.append(f"{where}.{key}[{item!r}] = {n!r} must be a whole number of at least 1")
+    never = [item for item, n in counts["inventory"].items()
+             if isinstance(counts["inventory_below"].get(item), int) and counts["inventory_below"][item] <= n]
+    out += [f"{where} can never hold: it asks for at least {counts['inventory'][item]} {item} and fewer than "
+            f"{counts['inventory_below'][item]}" for item in never]
+    if "in_view_any" in init and not names["in_view_any"]:
+        out.append(f"{where}.in_view_any is empty; give at least one name, or leave it out")
     if task is not None and task.cells:
-        out += [f"{where}.in_view: {name!r} is not a cell name; choose from {list(task.cells)}"
-                for name in in_view if name not in task.cells]
+        out += [f"{where}.{key}: {name!r} is not a cell name; choose from {list(task.cells)}"
+                for key, listed in names.items() for name in listed if name not in task.cells]
     return out
 
 

@@ -37,12 +37,16 @@ class Feedback:
     variants: dict[str, str] = field(default_factory=dict)  # code sub-action -> hand-written variant to use
     rl_config: dict | None = None  # keys of the RL config to replace (shaping, mask_actions); None: keep it
     reasons: list[str] = field(default_factory=list)  # one line per decision, "<what>: <why>", for the log
+    initiations: dict[str, dict] = field(default_factory=dict)  # code sub-action -> its new initiation condition
 
     def to_dict(self) -> dict:
-        """As JSON stores and the planner reads it: an rl_config left out stays out (null is off the schema)."""
+        """As JSON stores and the planner reads it: an rl_config left out stays out (null is off the schema), and
+        so do initiations when there are none (as feedback stored before they existed reads)."""
         d = asdict(self)
         if d["rl_config"] is None:
             del d["rl_config"]
+        if not d["initiations"]:
+            del d["initiations"]
         return d
 
     @classmethod
@@ -50,26 +54,35 @@ class Feedback:
         rl = d.get("rl_config")
         return cls(str(d.get("summary", "")), list(d.get("to_code", [])), list(d.get("to_rl", [])),
                    dict(d.get("fixes", {})), dict(d.get("variants") or {}), dict(rl) if rl else None,
-                   [str(r) for r in d.get("reasons") or []])
+                   [str(r) for r in d.get("reasons") or []], dict(d.get("initiations") or {}))
 
 
-def check_feedback(feedback: Feedback, plan: Plan, variants_allowed: bool = True) -> Feedback:
+def check_feedback(feedback: Feedback, plan: Plan, variants_allowed: bool = True, rl: bool = True) -> Feedback:
     """The feedback with every name read as the plan's sub-action (a code version such as chop_tree_v2
     names chop_tree); ValueError, worded for the model to fix, if it names what the plan lacks, moves a
     sub-action both ways, asks for a variant that does not exist (or any, where `variants_allowed` is
-    False: an LLM run uses no hand-written code unless its user asked) or an RL config off the menu."""
+    False: an LLM run uses no hand-written code unless its user asked), an RL move where no RL runs (`rl`
+    False: --mode code), or an initiation or RL config off the menu."""
     names = {s.name for s in plan.subactions}
     fb = feedback
+    used = [k for k, v in (("to_code", fb.to_code), ("to_rl", fb.to_rl), ("initiations", fb.initiations),
+                           ("rl_config", fb.rl_config)) if v]
+    if used and not rl:
+        raise ValueError(f"{used}: no RL runs in this mode, so only \"fixes\" can change the routine; leave "
+                         f"{', '.join(used)} out")
     if fb.variants and not variants_allowed:
         raise ValueError(f"variants {fb.variants}: this run uses no hand-written code, so there are no variants "
                          "to choose; leave \"variants\" out and say in \"fixes\" how to change the code")
-    unknown = sorted(n for n in {*fb.to_code, *fb.to_rl, *fb.fixes, *fb.variants} if _sub_of(n, names) is None)
+    unknown = sorted(n for n in {*fb.to_code, *fb.to_rl, *fb.fixes, *fb.variants, *fb.initiations}
+                     if _sub_of(n, names) is None)
     if unknown:
         raise ValueError(f"unknown sub-action names {unknown}; the plan has {sorted(names)}")
     fb = dataclasses.replace(fb, to_code=[_sub_of(n, names) for n in fb.to_code],
                              to_rl=[_sub_of(n, names) for n in fb.to_rl],
                              fixes={_sub_of(n, names): text for n, text in fb.fixes.items()},
-                             variants={_sub_of(n, names): v for n, v in fb.variants.items()})
+                             variants={_sub_of(n, names): v for n, v in fb.variants.items()},
+                             initiations={_sub_of(n, names): dict(i) if isinstance(i, dict) else i
+                                          for n, i in fb.initiations.items()})
     both = sorted(set(fb.to_code) & set(fb.to_rl))
     if both:
         raise ValueError(f"{both} are in both to_code and to_rl")
@@ -77,13 +90,17 @@ def check_feedback(feedback: Feedback, plan: Plan, variants_allowed: bool = True
            for n, v in fb.variants.items() if v not in skills.variants(n)]
     if bad:
         raise ValueError("variants: " + "; ".join(bad))
-    apply_feedback(plan, fb)  # an RL config off the menu raises ValueError here
+    bad = [n for n, i in fb.initiations.items() if not isinstance(i, dict)]
+    if bad:
+        raise ValueError(f"initiations of {bad} must be objects (an initiation condition each)")
+    apply_feedback(plan, fb)  # an initiation or RL config off the menu raises ValueError here
     return fb
 
 
 def apply_feedback(plan: Plan, feedback: Feedback) -> Plan:
-    """A new, validated Plan with the feedback's moves between code and RL and its RL config; a moved
-    sub-action's reason becomes the critic's reason for it. The plan given is left as it was."""
+    """A new, validated Plan with the feedback's moves between code and RL, its initiations (each replaces
+    its sub-action's) and its RL config; a moved sub-action's reason becomes the critic's reason for it. The
+    plan given is left as it was."""
     new = copy.deepcopy(plan)
     for s in new.subactions:
         how = "code" if s.name in feedback.to_code else "rl" if s.name in feedback.to_rl else s.how
@@ -92,6 +109,8 @@ def apply_feedback(plan: Plan, feedback: Feedback) -> Plan:
             s.initiation = {} if how == "rl" else s.initiation  # only code has an initiation
             s.reason = next((r for r in feedback.reasons if r.startswith(f"{s.name}:")),
                             f"{s.name}: moved to {how} by the critic")
+        if s.name in feedback.initiations:  # after the move: one moved to RL with an initiation is refused
+            s.initiation = copy.deepcopy(feedback.initiations[s.name])
     if feedback.rl_config is not None:
         new.rl_config = {**new.rl_config, **copy.deepcopy(feedback.rl_config)}
     return Plan.from_dict(new.to_dict(), get_task(plan.task))  # checked against its game: RL menu, milestones

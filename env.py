@@ -18,7 +18,7 @@ from copy import deepcopy
 import gymnasium as gym
 import numpy as np
 
-from core import CodeAction, PrimitiveAPI, Task, can_start
+from core import VIEW_KEYS, CodeAction, PrimitiveAPI, Task, can_start
 from envs import crafter_env, minedojo_env
 from envs.crafter_api import CrafterAPI  # noqa: F401 (re-exported)
 from envs.crafter_env import (  # noqa: F401 (the Crafter names most callers want, re-exported)
@@ -113,7 +113,8 @@ class CodeActionWrapper(gym.Wrapper):
         an initiation, so runs without them are exactly as before."""
         if not any(a.initiation for a in self.code_actions):
             return None
-        state = self.env.unwrapped.initiation_state(any(a.initiation.get("in_view") for a in self.code_actions))
+        with_view = any(a.initiation.get(k) for a in self.code_actions for k in VIEW_KEYS)
+        state = self.env.unwrapped.initiation_state(with_view)
         ok = [can_start(a.initiation, *state) for a in self.code_actions]
         return np.array([True] * self.n_base + ok, dtype=bool)
 
@@ -130,7 +131,7 @@ class CodeActionWrapper(gym.Wrapper):
         action = int(action)
         if action < self.n_base:
             obs, reward, terminated, truncated, info = self.env.step(action)
-            info.update(code_action=-1, code_ok=False, code_error="", code_reward=0.0)
+            info.update(code_action=-1, code_ok=False, code_end="", code_error="", code_reward=0.0)
             return obs, reward, terminated, truncated, self._with_mask(info)
         job = self.start(action)
         serve([job])
@@ -147,6 +148,7 @@ class CodeActionWrapper(gym.Wrapper):
     def finish(self, job: Job):
         """The code action's transition, from its finished job."""
         api, result, index = job.api, job.result, self._running
+        took = api._steps  # before the noop charge below
         if api._steps == 0:  # an action that does nothing still costs one step: action 0 is every backend's noop
             try:
                 api._act(0)
@@ -154,13 +156,26 @@ class CodeActionWrapper(gym.Wrapper):
                 pass
         obs, _, terminated, truncated, info = api._last
         ok = result.returned is True or bool(info.get("success"))  # the task solved inside counts as done
-        info = dict(info, prim_steps=api._steps, code_action=index, code_ok=ok,
+        info = dict(info, prim_steps=api._steps, code_action=index, code_ok=ok, code_end=_call_end(ok, result, took),
                     code_error=result.error or _stop_reason(result.stopped), code_reward=api._earned)
         return obs, api._reward, terminated, truncated, self._with_mask(info)
 
     def close(self) -> None:
         self.sandbox.close()
         super().close()
+
+
+def _call_end(ok: bool, result, took: int) -> str:
+    """How a call ended, as a key of prompts.common.CALL_ENDS: done; an error (the sandbox's own stops
+    included); stopped by the step budget or the episode's end; else it returned without True, before or
+    after taking env steps (`took`, not counting the noop a call that took none is charged)."""
+    if ok:
+        return "true"
+    if result.error:
+        return "error"
+    if result.stopped in ("step_budget", "episode_ended"):
+        return "step_budget" if result.stopped == "step_budget" else "episode_end"
+    return "false_after_steps" if took else "false_at_once"
 
 
 def _stop_reason(stopped: str | None) -> str:

@@ -25,16 +25,18 @@ import textwrap
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from core import CodeAction, SubAction
+from core import CodeAction, SubAction, initiation_text
 from env import game_of, is_crafter, make_env
 from llm import LLMError, LLMReplyError
 from prompts.code_writer import (
+    ANYWHERE_NOTE,
     BUDGET_NOTE,
     CODE_REPLY_TOKENS,
     CURRENT_NOTE,
     DRINK_WATER,
     EXAMPLE,
     FEEDBACK_NOTE,
+    INITIATION_NOTE,
     LINE_NOTE,
     RETRY_PROMPT,
     STATS_NOTE,
@@ -42,6 +44,7 @@ from prompts.code_writer import (
     WRITE_SYSTEM,
     code_rules,
 )
+from prompts.common import call_ends_text
 from reference import minedojo_skills, skills
 from replies import fenced_blocks
 from sandbox import checker
@@ -105,6 +108,8 @@ class FastAgent:
         prompt = WRITE_PROMPT.format(api_doc=env_doc, examples=_examples_text(examples, default),
                                      rules=code_rules(subaction.name), max_tokens=CODE_REPLY_TOKENS,
                                      name=subaction.name, spec=subaction.spec,
+                                     initiation=INITIATION_NOTE.format(condition=initiation_text(subaction.initiation))
+                                     if subaction.initiation else ANYWHERE_NOTE,
                                      current=_current_text(subaction.name, current, stats),
                                      feedback=FEEDBACK_NOTE.format(feedback=feedback) if feedback else "")
         messages = [{"role": "system", "content": WRITE_SYSTEM.format(game=game_of(self.dry_run_task))},
@@ -183,7 +188,7 @@ def _current_text(name: str, current: CodeAction | None, stats: dict | None) -> 
     if stats:
         errors = "; ".join(f"{msg!r} x{n}" for msg, n in stats.get("errors", [])) or "none"
         shown = STATS_NOTE.format(chosen=stats["chosen"], ok=stats["success_rate"], steps=stats["mean_steps"],
-                                  errors=errors)
+                                  ends=call_ends_text(stats.get("ends") or {}), errors=errors)
     return CURRENT_NOTE.format(name=name, version=current.name, source=current.source.strip("\n"), stats=shown)
 
 

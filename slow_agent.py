@@ -25,23 +25,42 @@ import argparse
 import json
 
 import curriculum as CU
-from core import MAX_SUBACTIONS, SHAPING_RANGE, CodeAction, Mode, Plan, Task, api_doc
+from core import MAX_SUBACTIONS, SHAPING_RANGE, CodeAction, Mode, Plan, Task, api_doc, initiation_text
 from critic import Feedback, active_code, apply_feedback, check_feedback, num, rule_based_critique, success_text
 from env import api_for, game_of, get_task, is_crafter
 from envs.crafter_env import SUBTASK_REWARD
 from llm import LLMError, LLMReplyError
-from prompts.common import REPAIR_PROMPT
+from prompts.common import CALL_ENDS, REPAIR_PROMPT, call_ends_text
 from prompts.critic import (
     CODE_ACTION_LINE,
+    CODE_ROUTINE_LINE,
+    CODE_TITLE,
+    CODE_TITLE_CODE,
     CRITIC_PROMPT,
     CRITIC_SYSTEM,
+    CRITIC_SYSTEM_CODE,
+    EVAL_CODE,
+    EVAL_RL,
     FRAMES_NOTE,
     LEFT_TO_RL_LINE,
+    MOVE_FIXES,
+    MOVE_INITIATIONS,
+    MOVE_RL_CONFIG,
+    MOVE_TO_CODE,
     NOT_WRITTEN_LINE,
+    NUMBERS_CODE,
+    NUMBERS_RL,
     ORIGIN,
+    PLAN_TITLE,
+    PLAN_TITLE_CODE,
+    REWARD_EXTRA_RL,
     REWARD_GAME,
     REWARD_TASK,
     SCORE_NOTE,
+    SUCCESS_CODE,
+    SUCCESS_RL,
+    UPDATE_CODE,
+    UPDATE_RL,
     VARIANTS_MENU,
     feedback_schema,
 )
@@ -113,11 +132,13 @@ class SlowAgent:
             return check_feedback(rule_based_critique(plan, code_actions, stats), plan)
         frames = list(frames or []) if getattr(self.llm, "vision", False) else []
 
+        rl = stats.get("mode") != Mode.CODE  # --mode code: no RL moves exist
+
         def parse(data: dict) -> Feedback:  # the same checks as the rule-based critic's feedback gets
-            return check_feedback(Feedback.from_dict(data), plan, variants_allowed=self.hand_written)
+            return check_feedback(Feedback.from_dict(data), plan, variants_allowed=self.hand_written, rl=rl)
 
         messages = critic_messages(plan, code_actions, stats, self.hand_written, len(frames))
-        return self._ask(messages, feedback_schema(variants=self.hand_written), parse, "critique",
+        return self._ask(messages, feedback_schema(variants=self.hand_written, rl=rl), parse, "critique",
                          images=frames or None)
 
     def _ask(self, messages: list[dict], schema: dict, parse, what: str, **chat_args):
@@ -204,7 +225,8 @@ def _plan_text(plan: Plan, moved: dict[str, str] | None = None) -> str:
             was = "code" if moved[s.name] == "rl" else "rl"
             lines.append(f"- {s.name} ({s.how}): {MOVED_NOTE.format(how=s.how, was=was)}")
         else:
-            lines.append(f"- {s.name} ({s.how}{', reused from the library' if s.reuse else ''}): {s.spec}")
+            starts = f" It may start only when: {initiation_text(s.initiation)}." if s.initiation else ""
+            lines.append(f"- {s.name} ({s.how}{', reused from the library' if s.reuse else ''}): {s.spec}{starts}")
     lines.append(f"rl_config: {json.dumps(plan.rl_config)}")
     return "\n".join(lines)
 
@@ -212,29 +234,45 @@ def _plan_text(plan: Plan, moved: dict[str, str] | None = None) -> str:
 def critic_messages(plan: Plan, code_actions: list[CodeAction], stats: dict, hand_written: bool,
                     n_frames: int = 0) -> list[dict]:
     """The critic's messages (prompts/critic.py), filled in from an iteration's stats (evidence.critic_stats,
-    iter_k/stats.json); `hand_written`: offer reference/skills.py's variants; `n_frames`: frames attached."""
-    task = get_task(plan.task)
+    iter_k/stats.json); `hand_written`: offer reference/skills.py's variants; `n_frames`: frames attached.
+    Under --mode code (stats["mode"]) no RL runs: the critic reads about the one routine and may only fix it."""
+    task, rl = get_task(plan.task), stats.get("mode") != Mode.CODE
     steps, rollout = stats.get("iteration_steps") or ["?", stats.get("env_steps", "?")], stats.get("rollout") or {}
     offered = _variant_lines(plan) if hand_written else ""
+    what = "code sub-action" if rl else "routine"
+    moves = [MOVE_TO_CODE] if rl else []
+    moves.append(MOVE_FIXES.format(what=what, seen="that sub-action's spec," if rl else "the routine's request,",
+                                   max_macro_steps=stats.get("max_macro_steps", "?")))
+    moves += [VARIANTS_MENU.format(what=what, lines=offered).rstrip()] if offered else []
+    if rl:
+        menu = INITIATION_VIEW if task.cells else INITIATION_INVENTORY
+        moves += [MOVE_INITIATIONS.format(initiation=menu.format(cells=", ".join(task.cells))),
+                  MOVE_RL_CONFIG.format(lo=SHAPING_RANGE[0], hi=SHAPING_RANGE[1], items=", ".join(task.items),
+                                        actions=", ".join(task.actions))]
+    optional = [f'"{k}"' for k in ("variants", *(("initiations", "rl_config") if rl else ()))
+                if k != "variants" or offered]
+    (update, decision_word) = UPDATE_RL if rl else UPDATE_CODE
     text = CRITIC_PROMPT.format(
-        task=task.name, description=task.description, plan=_plan_text(plan), iteration=stats.get("iteration", "?"),
+        task=task.name, description=task.description, plan_title=PLAN_TITLE if rl else PLAN_TITLE_CODE,
+        plan=_plan_text(plan), iteration=stats.get("iteration", "?"),
         first_step=steps[0], env_steps=steps[1], n_train=stats.get("success_episodes", "?"),
-        success_rate=success_text(stats), score=_score_text(stats.get("score")),
-        num_steps=rollout.get("num_steps", "?"), num_envs=rollout.get("num_envs", "?"),
+        success_rate=success_text(stats), score=_score_text(stats.get("score")), update=update,
+        decision_word=decision_word, num_steps=rollout.get("num_steps", "?"), num_envs=rollout.get("num_envs", "?"),
         trend=", ".join(num(x) for x in stats.get("success_trend", [])) or "not measured",
         lengths=_lengths_text(stats.get("episode_lengths") or {}),
         ends=_counted(stats.get("ends") or {}, "ends"), stalls=_stalls_text(stats.get("stalls") or {}),
         gathered=_gathered_text(stats.get("gathered") or {}),
         eval_success=num(stats.get("eval_success_rate", 0.0)), eval_length=num(stats.get("eval_mean_length", 0.0)),
-        eval_episodes=stats.get("eval_episodes", "?"), decisions=stats.get("decisions", "?"),
-        code_actions=_code_action_lines(plan, code_actions, stats),
-        reward_rule=REWARD_TASK if task.achievement else REWARD_GAME,
-        frames_note=FRAMES_NOTE.format(n=n_frames) if n_frames else "",
-        max_macro_steps=stats.get("max_macro_steps", "?"),
-        variants=VARIANTS_MENU.format(lines=offered) if offered else "",
-        lo=SHAPING_RANGE[0], hi=SHAPING_RANGE[1], items=", ".join(task.items), actions=", ".join(task.actions),
-        optional='"variants", ' if offered else "")
-    return [{"role": "system", "content": CRITIC_SYSTEM.format(game=game_of(task.name))},
+        eval_episodes=stats.get("eval_episodes", "?"), eval_policy=EVAL_RL if rl else EVAL_CODE,
+        code_title=(CODE_TITLE if rl else CODE_TITLE_CODE).format(decisions=stats.get("decisions", "?")),
+        code_actions=_code_action_lines(plan, code_actions, stats), numbers=NUMBERS_RL if rl else NUMBERS_CODE,
+        success_rule=SUCCESS_RL if rl else SUCCESS_CODE, reward_rule=REWARD_TASK if task.achievement else REWARD_GAME,
+        reward_extra=REWARD_EXTRA_RL if rl else "", call_ends="; ".join(f'"{w}"' for w in CALL_ENDS.values()),
+        frames_note=FRAMES_NOTE.format(n=n_frames) if n_frames else "", moves="\n".join(moves),
+        required='"to_code"; "to_rl"; "fixes"' if rl else '"fixes"',
+        optional=f"optionally {', '.join(optional)} (each left out keeps what it is); " if optional else "")
+    system = CRITIC_SYSTEM if rl else CRITIC_SYSTEM_CODE
+    return [{"role": "system", "content": system.format(game=game_of(task.name))},
             {"role": "user", "content": text}]
 
 
@@ -302,10 +340,12 @@ def _code_action_lines(plan: Plan, code_actions: list[CodeAction], stats: dict) 
             continue
         st = per_action.get(active[name].name) or {}  # train.py lists only code actions chosen at least once
         errors = "; ".join(f"{msg!r} x{n}" for msg, n in st.get("errors", [])[:3]) or "none"
-        lines.append(CODE_ACTION_LINE.format(
+        line = CODE_ACTION_LINE if stats.get("mode") != Mode.CODE else CODE_ROUTINE_LINE
+        lines.append(line.format(
             name=name, origin=ORIGIN if active[name].doc.startswith(skills.LABEL) else "",
             chosen=st.get("chosen", 0), share=num(st.get("share", 0.0)), success=num(st.get("success_rate", 0.0)),
-            steps=num(st.get("mean_steps", 0.0)), reward=num(st.get("mean_reward", 0.0)), errors=errors))
+            steps=num(st.get("mean_steps", 0.0)), reward=num(st.get("mean_reward", 0.0)), errors=errors,
+            ends=call_ends_text(st.get("ends") or {})))
     return "\n".join(lines) or "(none)"
 
 

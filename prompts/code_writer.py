@@ -32,8 +32,13 @@ error quoted here.
 shown here.
 - Your reply is cut off after {max_tokens} tokens.
 
-Write `{name}`: {spec}{current}{feedback}
+Write `{name}`: {spec}{initiation}{current}{feedback}
 Reply with only the code in one ```python block."""
+
+# {initiation} in WRITE_PROMPT: where the function will be called (the sub-action's initiation condition).
+INITIATION_NOTE = ("\nThe RL agent calls it only in states where this holds when the call starts (checked before "
+                   "each call, so the code may rely on it then): {condition}.")
+ANYWHERE_NOTE = "\nIt may be called in any state: no condition is checked before a call."
 
 EXAMPLE = "Example{what}:\n```python\n{source}\n```"
 # The example's code for a Crafter task when the skill library offers none: deliberately a skill of another
@@ -55,7 +60,8 @@ This changes the code now in use for `{name}` (`{version}`); reply with the whol
 
 STATS_NOTE = ("\nWhat it did in the last iteration's training: chosen {chosen} times by the RL agent; a share "
               "{ok} of those calls succeeded (returned True, or the task was solved during the call); {steps} "
-              "environment steps per call on average; most common errors, with their number of calls: {errors}.")
+              "environment steps per call on average; how its calls ended, with their number: {ends}; most "
+              "common errors, with their number of calls: {errors}.")
 
 FEEDBACK_NOTE = "\nThe critic's note on the code now in use: {feedback}"
 

@@ -16,6 +16,23 @@ task is solved during it. A call that takes no step at all is charged one noop s
 still costs a step and a decision. Nothing is kept from one call to the next: each call starts from the \
 world as it is then."""
 
+# How one call of a code action ended (env.CodeActionWrapper's info["code_end"], counted per code action by
+# code_actions.CodeStats): key -> the words the critic, the code writer, the summary and the results show.
+CALL_ENDS = {
+    "true": "returned True (or the task got done during the call)",
+    "false_at_once": "returned without True before taking any step",
+    "false_after_steps": "returned without True after taking steps",
+    "step_budget": "stopped at its step budget",
+    "episode_end": "stopped by the episode's end",
+    "error": "raised an error or broke a sandbox limit",
+}
+
+
+def call_ends_text(ends: dict[str, int]) -> str:
+    """How a code action's calls ended, in words with each count (the ends no call had left out)."""
+    shown = [f"{CALL_ENDS[end]} {ends[end]}" for end in CALL_ENDS if ends.get(end)]
+    return ", ".join(shown) or "not counted"
+
 # ----------------------------------------------------------------------------------------------
 # llm.LLMClient: the reply schema for an endpoint that takes none, and what goes back when a reply is
 # unusable (llm.parse_json, LLMClient._content); the agents send these back as the next user turn.

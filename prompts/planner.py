@@ -38,12 +38,18 @@ shows), and what it asks must fit in one call's step budget (see "How a code act
 An "initiation" says where a code sub-action can start (the options framework's initiation set): the RL \
 agent may choose it only in states where every condition holds, checked before each of its decisions; \
 without one it may be chosen anywhere. A call that cannot do its job still costs a decision and at least \
-one step, so give the conditions it certainly needs (e.g. a recipe's materials held, its station in \
-view), never one that would hide a state where it could succeed."""
+one step, so give the conditions it certainly needs (e.g. a recipe's materials held and its station in \
+view; the tool it makes not yet held: "inventory_below" {{the tool: 1}}; a meter below a level; one of \
+several targets in view), never one that would hide a state where it could succeed. Its items are the \
+inventory items listed under "rl_config" below, counted as the API's inventory() counts them."""
 
-INITIATION_VIEW = ('{{"inventory": {{item: held at least this many}}, "in_view": [names that must all be in the '
-                   'view: {cells}]}}, each part optional')
-INITIATION_INVENTORY = '{{"inventory": {{item: held at least this many}}}} (this game\'s API has no view to test)'
+INITIATION_VIEW = ('{{"inventory": {{item: held at least this many}}, "inventory_below": {{item: held fewer than '
+                   'this many}}, "in_view": [names that must all be in the view], "in_view_any": [names of which at '
+                   'least one must be in the view]}}, each part optional, every part given must hold; view names: '
+                   '{cells}')
+INITIATION_INVENTORY = ('{{"inventory": {{item: held at least this many}}, "inventory_below": {{item: held fewer than '
+                        'this many}}}}, each part optional, every part given must hold (this game\'s API has no view '
+                        'to test)')
 
 SUBTASKS_LONG = ("this task has a long prerequisite chain, so first list the chain of sub-tasks that "
                  "reaches it, in order, ending with the task itself; then give sub-actions that serve them. ")
@@ -81,15 +87,16 @@ an old name changes no code. To have code written anew, give the sub-action a ne
 MOVED_NOTE = "moved to {how} by the critic; its old spec was written for {was} and is left out: write a new one"
 
 _STR, _STRS = {"type": "string"}, {"type": "array", "items": {"type": "string"}}
+_COUNTS = {"type": "object", "additionalProperties": {"type": "integer"}}
+INITIATION_SCHEMA = {"type": "object", "properties": {"inventory": _COUNTS, "inventory_below": _COUNTS,
+                                                      "in_view": _STRS, "in_view_any": _STRS}}
 PLAN_SCHEMA = {"type": "object", "required": ["subtasks", "subactions", "rl_config"], "properties": {
     "subtasks": _STRS,
     "subactions": {"type": "array", "minItems": 1, "items": {
         "type": "object", "required": ["name", "how", "spec", "reason"],
         "properties": {"name": _STR, "how": {"enum": ["code", "rl"]}, "spec": _STR, "reason": _STR,
                        "reuse": {"type": "boolean"}, "subtask": _STR,
-                       "rl_config": {"type": "object"}, "initiation": {"type": "object", "properties": {
-                           "inventory": {"type": "object", "additionalProperties": {"type": "integer"}},
-                           "in_view": _STRS}}}}},
+                       "rl_config": {"type": "object"}, "initiation": INITIATION_SCHEMA}}},
     "rl_config": {"type": "object", "properties": {
         "shaping": {"type": "object", "additionalProperties": {"type": "number"}}, "mask_actions": _STRS}}}}
 

@@ -78,7 +78,8 @@ BAD_PLANS = {
                         "chop.initiation.in_view: 'oak' is not a cell name"),
     "initiation key": ({"subactions": [{"name": "chop", "how": "code", "spec": "a", "reason": "",
                                         "initiation": {"health_below": 3}}]},
-                       "chop.initiation.health_below is not on the menu (only inventory, in_view)"),
+                       "chop.initiation.health_below is not on the menu (only inventory, inventory_below, in_view, "
+                       "in_view_any)"),
 }
 
 
@@ -221,7 +222,12 @@ def test_the_plan_prompt_offers_an_initiation_over_the_games_items_and_cells():
     with FakeLLMServer([plan_json()]) as srv:
         SlowAgent(client(srv)).plan(get_task("make_wood_pickaxe"), DOC)
     user = srv.requests[0].json["messages"][-1]["content"]
-    assert '"initiation": {"inventory": {item: held at least this many}, "in_view": [' in user
+    assert ('"initiation": {"inventory": {item: held at least this many}, "inventory_below": {item: held fewer than '
+            'this many}, "in_view": [names that must all be in the view], "in_view_any": [names of which at least one '
+            'must be in the view]}') in user
+    schema = srv.requests[0].json["response_format"]["json_schema"]["schema"]
+    initiation = schema["properties"]["subactions"]["items"]["properties"]["initiation"]["properties"]
+    assert set(initiation) == {"inventory", "inventory_below", "in_view", "in_view_any"}
     assert "water, grass, stone, path, sand, tree" in user and "zombie, skeleton, arrow, plant, ripe_plant" in user
     assert "the options framework's initiation set" in user
 

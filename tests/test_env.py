@@ -280,12 +280,16 @@ def test_code_stats_count_the_reward_earned_inside_each_call():
     stats(np.array([17, 0, 17]), {"code_action": np.array([0, -1, 0]), "_code_action": mask,
                                   "code_ok": np.array([True, False, False]), "_code_ok": mask,
                                   "prim_steps": np.array([4, 1, 2]), "_prim_steps": mask,
-                                  "code_reward": np.array([1.5, 7.0, 0.5]), "_code_reward": mask})
+                                  "code_reward": np.array([1.5, 7.0, 0.5]), "_code_reward": mask,
+                                  "code_end": np.array(["true", "", "false_at_once"], dtype=object), "_code_end": mask})
     row = stats.summary()["chop"]
     assert row["chosen"] == 2 and row["mean_reward"] == 1.0 and row["mean_steps"] == 3.0
+    assert row["ends"] == {"true": 1, "false_at_once": 1, "false_after_steps": 0, "step_budget": 0,
+                           "episode_end": 0, "error": 0}
     # a checkpoint from before this count existed resumes: the missing count starts at zero
     stats.restore(5, {"chop": {"chosen": 4, "ok": 1, "steps": 8, "errors": Counter()}})
     assert stats.summary()["chop"]["mean_reward"] == 0.0 and stats.totals()[1]["chop"]["steps"] == 8
+    assert sum(stats.summary()["chop"]["ends"].values()) == 0  # how calls ended: not counted then
 
 
 
@@ -403,3 +407,52 @@ def test_a_code_actions_initiation_masks_it_where_it_cannot_start():
     assert "action_mask" not in plain.reset(seed=0)[1]  # no initiation anywhere: no mask, as before
     env.close()
     plain.close()
+
+
+def test_inventory_below_and_in_view_any_mask_a_code_action_on_a_real_world():
+    """"inventory_below": held fewer than n (a tool not yet made, a low meter); "in_view_any": at least one of
+    the names in view; with "inventory", every part must hold (core.can_start over the env's own state)."""
+    wait = "    api.noop()\n    return True"
+    actions = [code("make_tool", wait), code("rest", wait), code("fight", wait)]
+    actions[0] = E.CodeAction("make_tool", actions[0].source, initiation={"inventory": {"wood": 1},
+                                                                          "inventory_below": {"wood_pickaxe": 1}})
+    actions[1] = E.CodeAction("rest", actions[1].source, initiation={"inventory_below": {"energy": 6}})
+    actions[2] = E.CodeAction("fight", actions[2].source, initiation={"in_view_any": ["zombie", "skeleton"]})
+    env, world, player, _ = sand_world(code_actions=actions)
+    n = len(E.ACTIONS)
+
+    def allowed() -> list[bool]:
+        return env.step(0)[4]["action_mask"][n:].tolist()
+
+    player.inventory.update(wood=1, wood_pickaxe=0, energy=9)
+    assert allowed() == [True, False, False]
+    player.inventory["wood_pickaxe"] = 1  # the tool is held: no more making it
+    player.inventory["energy"] = 5  # below 6: resting may start
+    assert allowed() == [False, True, False]
+    player.inventory["energy"] = 6
+    world[player.pos + np.array([2, 0])] = "table"  # neither a zombie nor a skeleton
+    assert allowed() == [False, False, False]
+    import crafter.objects
+
+    world.add(crafter.objects.Zombie(world, player.pos + np.array([3, 1]), player))
+    assert allowed() == [False, False, True]
+    env.close()
+
+
+def test_each_call_of_a_code_action_says_how_it_ended():
+    """info["code_end"]: returned True; returned without True before any step or after steps; stopped by the
+    step budget or the episode's end; raised an error. Base actions say "" (CodeStats counts these)."""
+    actions = [code("yes", "    return True"), code("no_step", "    return False"),
+               code("some_steps", "    api.noop(2)\n    return False"), code("forever", "    api.noop(100)"),
+               code("broken", "    return 1 / 0"), code("nothing", "    api.noop()")]
+    env = E.make_env("collect_wood", 0, code_actions=actions, max_macro_steps=10, max_steps=40)
+    env.reset(seed=0)
+    n = len(E.ACTIONS)
+    ends = [env.step(n + i)[4]["code_end"] for i in range(len(actions))]
+    assert ends == ["true", "false_at_once", "false_after_steps", "step_budget", "error", "false_after_steps"]
+    assert env.step(0)[4]["code_end"] == ""
+    info = {}
+    while "episode" not in info:
+        *_, info = env.step(n + 3)  # 10 steps a call; the episode's 40-step limit ends one call midway
+    assert info["code_end"] == "episode_end"
+    env.close()
