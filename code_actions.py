@@ -241,14 +241,15 @@ def run_program(run: Run, ppo: P.PPO, action: int, steps: int, on_step, progress
             "success_rate": float(np.mean(episodes)) if episodes else float("nan")}
 
 
-def whole_task_subaction(args) -> SubAction:
-    task = E.get_task(args.task)
+def whole_task_subaction(task_name: str, max_macro_steps: int) -> SubAction:
+    """--mode code's one sub-action: the whole task as one routine, called on every decision."""
+    task = E.get_task(task_name)
     chain = ", ".join(task.prerequisites) or "none"
     return SubAction(
         name="solve_task", how="code", reason="--mode code: the pure code-as-policy baseline",
         spec=f"Solve the whole task: {task.description} What is usually "
              f"needed first, in order: {chain}. The function is called again and again until the episode "
-             f"ends; one call may take at most {args.max_macro_steps} env steps, so each call does the next step "
+             f"ends; one call may take at most {max_macro_steps} env steps, so each call does the next step "
              "the inventory and the view allow (e.g. walk to a tree and collect one wood, or place the table; "
              "explore when nothing useful is visible), then returns: True if it made progress, else False.")
 

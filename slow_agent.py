@@ -29,7 +29,7 @@ from core import MAX_SUBACTIONS, SHAPING_RANGE, CodeAction, Mode, Plan, Task, ap
 from critic import Feedback, active_code, apply_feedback, check_feedback, num, rule_based_critique, success_text
 from env import api_for, game_of, get_task, is_crafter
 from envs.crafter_env import SUBTASK_REWARD
-from llm import LLMError, LLMReplyError
+from llm import LLMReplyError
 from prompts.common import CALL_ENDS, REPAIR_PROMPT, call_ends_text
 from prompts.critic import (
     CODE_ACTION_LINE,
@@ -215,9 +215,9 @@ def _subtasks_rule(task: Task) -> str:
     return SUBTASKS_LONG if len(task.prerequisites) >= plans.LONG_CHAIN else SUBTASKS_SHORT
 
 
-def _plan_text(plan: Plan, moved: dict[str, str] | None = None) -> str:
+def _plan_text(plan: Plan, moved: dict[str, str] | None = None, rl: bool = True) -> str:
     """A plan as the planner's re-plan and the critic read it; a sub-action in `moved` (name -> its new "how")
-    shows no spec, since that spec was written for the other kind."""
+    shows no spec, since that spec was written for the other kind; without RL (`rl` False) no RL config."""
     moved = moved or {}
     lines = [f"sub-tasks: {' -> '.join(plan.subtasks)}"] if plan.subtasks else []
     for s in plan.subactions:
@@ -227,7 +227,7 @@ def _plan_text(plan: Plan, moved: dict[str, str] | None = None) -> str:
         else:
             starts = f" It may start only when: {initiation_text(s.initiation)}." if s.initiation else ""
             lines.append(f"- {s.name} ({s.how}{', reused from the library' if s.reuse else ''}): {s.spec}{starts}")
-    lines.append(f"rl_config: {json.dumps(plan.rl_config)}")
+    lines += [f"rl_config: {json.dumps(plan.rl_config)}"] if rl else []
     return "\n".join(lines)
 
 
@@ -254,7 +254,7 @@ def critic_messages(plan: Plan, code_actions: list[CodeAction], stats: dict, han
     (update, decision_word) = UPDATE_RL if rl else UPDATE_CODE
     text = CRITIC_PROMPT.format(
         task=task.name, description=task.description, plan_title=PLAN_TITLE if rl else PLAN_TITLE_CODE,
-        plan=_plan_text(plan), iteration=stats.get("iteration", "?"),
+        plan=_plan_text(plan, rl=rl), iteration=stats.get("iteration", "?"),
         first_step=steps[0], env_steps=steps[1], n_train=stats.get("success_episodes", "?"),
         success_rate=success_text(stats), score=_score_text(stats.get("score")), update=update,
         decision_word=decision_word, num_steps=rollout.get("num_steps", "?"), num_envs=rollout.get("num_envs", "?"),
@@ -347,55 +347,6 @@ def _code_action_lines(plan: Plan, code_actions: list[CodeAction], stats: dict) 
             steps=num(st.get("mean_steps", 0.0)), reward=num(st.get("mean_reward", 0.0)), errors=errors,
             ends=call_ends_text(st.get("ends") or {})))
     return "\n".join(lines) or "(none)"
-
-
-class _Recorder:
-    """An LLM stand-in for --show-prompt: keeps what would be sent, then fails like a dead endpoint, so the
-    agents build their messages exactly as in a run and send nothing."""
-
-    vision = False
-
-    def __init__(self):
-        self.sent: list[tuple[list[dict], dict | None]] = []
-
-    def chat(self, messages: list[dict], *, json_schema: dict | None = None, **_):
-        self.sent.append((list(messages), json_schema))
-        raise LLMError("--show-prompt sends nothing")
-
-
-def show_prompts(task: Task, doc: str, settings: dict, hand_written: bool = False) -> str:
-    """The planner's, the fast agent's (for the reference plan's first code sub-action) and the critic's
-    messages for `task`, as an LLM run with these `settings` (train.py's: total_steps, iterations, num_envs,
-    num_steps, eval_episodes, max_macro_steps) sends them first: `python train.py --show-prompt`. Where a
-    run measures something the critic's read 0 or "not measured" (a run's own numbers are in
-    iter_k/stats.json, and every message it sent, with the reply, in llm_transcript.jsonl)."""
-    from fast_agent import FastAgent
-
-    rec, out = _Recorder(), []
-    plan = Plan.from_dict((plans if is_crafter(task.name) else minedojo_skills).reference_plan(task.name), task)
-    sub = plan.code_subactions[0] if plan.code_subactions else None
-    first = settings["total_steps"] // settings["iterations"]
-    stats = {"task": task.name, "mode": Mode.RLGPT, "iteration": 1, "env_steps": first, "iteration_steps": [0, first],
-             "rollout": {"num_envs": settings["num_envs"], "num_steps": settings["num_steps"]},
-             "eval_episodes": settings["eval_episodes"], "max_macro_steps": settings["max_macro_steps"],
-             "success_episodes": 0, "decisions": 0}
-    written = [CodeAction(s.name, "", "") for s in plan.code_subactions]  # what the fast agent would write
-    for what, call in [("planner", lambda: SlowAgent(rec).plan(task, doc)),
-                       ("fast agent", lambda: sub and FastAgent(rec, dry_run_task=task.name).write(sub, doc)),
-                       ("critic", lambda: SlowAgent(rec, hand_written=hand_written).critique(plan, written, stats))]:
-        try:
-            call()
-        except LLMError:
-            pass
-        for messages, schema in rec.sent:
-            out.append(f"========== {what} ==========" + (" (what a run measures reads 0 or 'not measured' here)"
-                                                          if what == "critic" else ""))
-            out += [f"----- {m['role']} -----\n{m['content']}" for m in messages]
-            if schema:
-                out.append(f"----- reply JSON schema (response_format, or appended to the prompt) -----\n"
-                           f"{json.dumps(schema)}")
-        rec.sent.clear()
-    return "\n".join(out)
 
 
 def main(argv: list[str] | None = None) -> int:

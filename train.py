@@ -53,7 +53,8 @@ from policy import Agent
 from reference import minedojo_skills, skills, whole_task
 from run_dir import IterationTally, save  # save by name: tests patch train.save to stop a run mid-iteration
 from run_state import LoopState, Run
-from slow_agent import AgentError, SlowAgent, show_prompts
+from show_prompt import show_prompts
+from slow_agent import AgentError, SlowAgent
 
 
 @dataclass
@@ -133,7 +134,7 @@ def agents_phase(args: Args, run: Run, slow: SlowAgent, fast: FastAgent, action_
     feedback = Feedback.from_dict(state.feedback) if state.feedback else None
     before = {"plan": state.plan, "active": dict(action_set.active)}  # a change the critic made is measured
     if args.mode == Mode.CODE:
-        subs = [whole_task_subaction(args)]
+        subs = [whole_task_subaction(args.task, args.max_macro_steps)]
         plan = Plan(args.task, [], subs, {"shaping": {}, "mask_actions": []})
     else:
         previous = Plan.from_dict(state.plan) if state.plan else None

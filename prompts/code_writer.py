@@ -16,8 +16,8 @@ import math
 from sandbox import checker, guards, limits
 
 WRITE_SYSTEM = """You write code actions for an agent in the game {game}. A code action is one Python \
-function that plays the game only through the `api` object passed to it. The RL agent decides when to \
-call it; each call runs until the function returns or its step budget is spent."""
+function that plays the game only through the `api` object passed to it. The request below says when it is \
+called; each call runs until the function returns or its step budget is spent."""
 
 WRITE_PROMPT = """The API:
 {api_doc}
@@ -39,6 +39,7 @@ Reply with only the code in one ```python block."""
 INITIATION_NOTE = ("\nThe RL agent calls it only in states where this holds when the call starts (checked before "
                    "each call, so the code may rely on it then): {condition}.")
 ANYWHERE_NOTE = "\nIt may be called in any state: no condition is checked before a call."
+
 
 EXAMPLE = "Example{what}:\n```python\n{source}\n```"
 # The example's code for a Crafter task when the skill library offers none: deliberately a skill of another

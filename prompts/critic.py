@@ -23,7 +23,7 @@ CRITIC_PROMPT = """Task `{task}`: {description}
 {plan_title}
 {plan}
 
-Iteration {iteration} trained from env step {first_step} to {env_steps} (every primitive step counts, those \
+Iteration {iteration} ran from env step {first_step} to {env_steps} (every primitive step counts, those \
 a code action takes included). Every number below is over the {n_train} training episodes that finished in \
 this iteration, unless it says "evaluation".
 - training success rate: {success_rate}: the share of those episodes in which the task was done (an \

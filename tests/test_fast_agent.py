@@ -233,8 +233,7 @@ def test_train_sends_the_code_being_fixed_and_its_statistics_with_the_critics_no
 
 
 def test_the_whole_task_program_is_told_how_much_one_call_should_do():
-    from types import SimpleNamespace
 
     from code_actions import whole_task_subaction
-    spec = whole_task_subaction(SimpleNamespace(task="collect_wood", max_macro_steps=64)).spec
+    spec = whole_task_subaction("collect_wood", 64).spec
     assert "each call does the next step the inventory and the view allow" in spec and "64 env steps" in spec

@@ -1,0 +1,198 @@
+"""What a model can say and see: the initiation conditions a plan (and the critic) can give, how each code
+action's calls ended as the critic and the code writer read it, where a function will be called, and what each
+mode's critic is offered (and --show-prompt prints). Run: python -m pytest -q tests/test_model_interface.py
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+import torch
+
+import critic
+import train
+from core import CodeAction, Plan, SubAction, api_doc, can_start
+from critic import Feedback, apply_feedback
+from env import CrafterAPI, get_task
+from fast_agent import FastAgent
+from llm import LLMClient
+from reference import plans, skills
+from slow_agent import SlowAgent
+from tests.fake_llm import FakeLLMServer, text_of
+
+DOC = api_doc(CrafterAPI)
+SMALL = ["--num-envs", "4", "--num-steps", "64", "--eval-episodes", "2", "--no-capture-video", "--skills", "none",
+         "--seed", "3"]
+WANTED = {"in_view_any": ["tree"], "inventory_below": {"wood": 5}}  # what the scripted critic asks for chop_tree
+
+
+def plan_with(initiation: dict, how: str = "code") -> dict:
+    return {"task": "collect_wood", "subtasks": [], "rl_config": {},
+            "subactions": [{"name": "chop", "how": how, "spec": "s", "reason": "", "initiation": initiation}]}
+
+
+# ----------------------------------------------------------------------------------------------
+# Initiation conditions: what a plan may say, and what it means.
+
+
+def test_held_fewer_than_and_any_of_in_view_decide_where_a_code_action_may_start():
+    init = {"inventory": {"wood": 1}, "inventory_below": {"wood_pickaxe": 1}, "in_view_any": ["table", "tree"]}
+    assert can_start(init, {"wood": 1}, {"table"}) and can_start(init, {"wood": 1}, {"tree", "cow"})
+    assert not can_start(init, {"wood": 1, "wood_pickaxe": 1}, {"table"})  # the tool is held already
+    assert not can_start(init, {"wood": 1}, {"cow"})  # none of them in view
+    assert not can_start(init, {"wood": 0}, {"table"})
+    assert can_start({"inventory_below": {"energy": 6}}, {"energy": 5}, None)  # a game without a view
+    assert not can_start({"inventory_below": {"energy": 6}}, {"energy": 6}, None)
+
+
+@pytest.mark.parametrize("initiation, error", [
+    ({"inventory": {"wood": 3}, "inventory_below": {"wood": 2}},
+     "chop.initiation can never hold: it asks for at least 3 wood and fewer than 2"),
+    ({"inventory_below": {"wood": 0}}, "chop.initiation.inventory_below['wood'] = 0 must be a whole number of at least 1"),
+    ({"inventory_below": {"gold": 1}}, "chop.initiation.inventory_below: 'gold' is not an inventory item"),
+    ({"in_view_any": []}, "chop.initiation.in_view_any is empty"),
+    ({"in_view_any": ["oak"]}, "chop.initiation.in_view_any: 'oak' is not a cell name"),
+    ({"in_view_any": "tree"}, "in_view and in_view_any lists of names"),
+])
+def test_an_initiation_off_the_menu_is_refused_in_words_the_model_can_act_on(initiation, error):
+    with pytest.raises(ValueError) as raised:
+        Plan.from_dict(plan_with(initiation), get_task("collect_wood"))
+    assert error in str(raised.value)
+
+
+def test_a_game_without_a_view_offers_inventory_below_but_no_view_names():
+    task = dataclasses.replace(get_task("collect_wood"), cells=())  # as MineDojo's tasks are
+    Plan.from_dict(plan_with({"inventory_below": {"wood": 2}}), task)
+    with pytest.raises(ValueError, match=r"in_view_any is not on the menu \(only inventory, inventory_below\)"):
+        Plan.from_dict(plan_with({"in_view_any": ["tree"]}), task)
+
+
+def test_the_code_writer_is_told_where_its_function_will_be_called():
+    reply = "```python\ndef chop(api):\n    return api.do()\n```"
+    with FakeLLMServer([reply, reply]) as srv:
+        FastAgent(client(srv)).write(SubAction("chop", "code", "Chop a tree.", initiation=WANTED), DOC)
+        FastAgent(client(srv)).write(SubAction("chop", "code", "Chop a tree."), DOC)
+    started, anywhere = text_of(srv.requests[0]), text_of(srv.requests[1])
+    assert "calls it only in states where this holds when the call starts" in started
+    assert "holds fewer than 5 wood; tree in view (at least one)" in started
+    assert "It may be called in any state" in anywhere and "holds fewer than" not in anywhere
+
+
+# ----------------------------------------------------------------------------------------------
+# How calls ended, as the critic and the code writer read it.
+
+ROW = {"chosen": 200, "share": 0.1, "success_rate": 0.2, "mean_steps": 1.5, "mean_reward": 0.1, "errors": [],
+       "ends": {"true": 40, "false_at_once": 150, "false_after_steps": 0, "step_budget": 6, "episode_end": 4,
+                "error": 0}}
+STATS = {"task": "collect_wood", "mode": "rlgpt", "iteration": 1, "success_rate": 0.5, "success_episodes": 40,
+         "code_actions": {"chop_tree": ROW}}
+
+
+def client(srv) -> LLMClient:
+    return LLMClient(srv.url, "fake", max_retries=0, sleep=lambda s: None)
+
+
+def test_the_critic_and_the_code_writer_read_how_each_call_ended():
+    feedback = {"summary": "s", "to_code": [], "to_rl": [], "fixes": {}}
+    with FakeLLMServer([json.dumps(feedback)]) as srv:
+        SlowAgent(client(srv)).critique(Plan.from_dict(plans.reference_plan("collect_wood")),
+                                        [skills.SKILLS["chop_tree"]], STATS)
+    ends = ("returned True (or the task got done during the call) 40, returned without True before taking any "
+            "step 150, stopped at its step budget 6, stopped by the episode's end 4")
+    assert f"calls ended: {ends}; errors: none" in text_of(srv.requests[0])
+    with FakeLLMServer(["```python\n" + skills.SKILLS["chop_tree"].source + "\n```"]) as srv:
+        FastAgent(client(srv)).write(SubAction("chop_tree", "code", "Chop."), DOC, current=skills.SKILLS["chop_tree"],
+                                     stats=ROW)
+    assert f"how its calls ended, with their number: {ends};" in text_of(srv.requests[0])
+
+
+# ----------------------------------------------------------------------------------------------
+# The critic may replace an initiation; it is measured like its other moves.
+
+
+def test_the_critics_initiation_replaces_the_plans_and_one_off_the_menu_goes_back_to_it():
+    plan = Plan.from_dict(plans.reference_plan("collect_wood"), get_task("collect_wood"))
+    rl_sub = next(s.name for s in plan.subactions if s.how == "rl")
+    bad = {"summary": "s", "to_code": [], "to_rl": [], "fixes": {}, "initiations": {rl_sub: {"in_view": ["tree"]}}}
+    good = {**bad, "to_code": [rl_sub], "initiations": {"chop_tree": WANTED, rl_sub: {"in_view": ["cow"]}}}
+    with FakeLLMServer([json.dumps(bad), json.dumps(good)]) as srv:
+        fb = SlowAgent(client(srv)).critique(plan, [skills.SKILLS["chop_tree"]], STATS)
+    first = text_of(srv.requests[0])
+    assert '"initiations": {code sub-action name: its new initiation condition' in first
+    assert "chop_tree (code): " in first and "It may start only when: tree in view." in first  # the plan's, shown
+    assert f"sub-action {rl_sub!r} has an initiation; only a \"code\" sub-action may" in text_of(srv.requests[1])
+    new = apply_feedback(plan, fb)
+    assert {s.name: s.initiation for s in new.code_subactions} == {"chop_tree": WANTED, rl_sub: {"in_view": ["cow"]}}
+    assert Feedback.from_dict(fb.to_dict()) == fb  # as a run directory keeps it
+    replanned = SlowAgent(None).plan(get_task("collect_wood"), DOC, feedback=fb, previous=plan)  # the reference's
+    assert next(s for s in replanned.subactions if s.name == "chop_tree").initiation == WANTED
+
+
+def script(request: dict) -> str:
+    """A planner that follows the critic's initiation once it has been given, and a critic that gives one."""
+    system, user = request["messages"][0]["content"], request["messages"][-1]["content"]
+    if system.startswith("You are the slow agent"):
+        plan = plans.reference_plan("collect_wood")
+        if "holds fewer than 5 wood" in user:  # the previous plan, with the critic's initiation, is shown
+            next(s for s in plan["subactions"] if s["name"] == "chop_tree")["initiation"] = WANTED
+        return json.dumps(plan)
+    if system.startswith("You are the critic"):
+        return json.dumps({"summary": "s", "to_code": [], "to_rl": [], "fixes": {},
+                           "initiations": {"chop_tree": WANTED}, "reasons": ["chop_tree: called with no tree"]})
+    return "```python\n" + skills.SKILLS["chop_tree"].source + "\n```"
+
+
+@pytest.mark.parametrize("worse", [False, True])
+def test_an_initiation_the_critic_changes_makes_a_new_version_kept_or_rolled_back_by_the_rule(tmp_path, monkeypatch,
+                                                                                             worse):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setattr(critic, "keep_change", lambda previous, current: (not worse, f"TEST-SAYS-WORSE={worse}"))
+    with FakeLLMServer(script) as srv:
+        assert train.main(SMALL + ["--task", "collect_wood", "--llm", "http", "--llm-url", srv.url, "--llm-model",
+                                   "fake", "--iterations", "3", "--total-steps", "1500",
+                                   "--runs-dir", str(tmp_path)]) == 0
+    (d,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    saved = torch.load(d / "checkpoint.pt", weights_only=False)
+    history = saved["extra"]["history"]
+    assert history[1]["change"] == f"TEST-SAYS-WORSE={worse}"
+    assert [h["code_actions"] for h in history] == [["chop_tree"], ["chop_tree_v2"],
+                                                    ["chop_tree" if worse else "chop_tree_v2"]]
+    actions = {a["name"]: a for a in saved["code_actions"]}
+    assert actions["chop_tree_v2"]["initiation"] == WANTED and actions["chop_tree"]["initiation"] != WANTED
+    assert actions["chop_tree_v2"]["source"] == actions["chop_tree"]["source"]  # the same code, a new condition
+
+
+# ----------------------------------------------------------------------------------------------
+# --mode code: one routine, no RL; --show-prompt prints what each mode sends.
+
+
+def test_the_whole_task_routines_critic_is_offered_only_fixes_and_told_what_its_calls_are(capsys):
+    assert train.main(["--show-prompt", "--task", "crafter", "--mode", "code"]) == 0
+    out = capsys.readouterr().out
+    assert "========== planner ==========" not in out and "crafter_program.py" not in out
+    assert "Write `solve_task`: Solve the whole task" in out
+    critic_text = out.split("========== critic ==========")[1]
+    assert "no RL runs in this mode" in critic_text and "RL agent" not in critic_text
+    assert '"fixes": {routine name' in critic_text and "returned True, which its request defines" in critic_text
+    for move in ('"to_code"', '"to_rl"', '"rl_config"', '"initiations"'):
+        assert move not in critic_text, move
+    schema = json.loads(critic_text.split("-----\n")[-1])
+    assert schema["required"] == ["summary", "fixes"] and set(schema["properties"]) == {"summary", "fixes", "reasons"}
+    asked = {"summary": "s", "fixes": {}, "to_rl": ["solve_task"]}
+    with pytest.raises(ValueError, match=r"no RL runs in this mode, so only \"fixes\" can change the routine"):
+        critic.check_feedback(Feedback.from_dict(asked), Plan("crafter", [], [SubAction("solve_task", "code", "s")]),
+                              rl=False)
+
+
+@pytest.mark.parametrize("mode, senders", [("rlgpt", ["planner", "fast agent", "critic"]),
+                                           ("rl+config", ["planner", "critic"]), ("code", ["fast agent", "critic"]),
+                                           ("rl", [])])
+def test_show_prompt_prints_what_each_mode_sends(capsys, mode, senders):
+    assert train.main(["--show-prompt", "--task", "make_wood_pickaxe", "--mode", mode]) == 0
+    out = capsys.readouterr().out
+    shown = [what for what in ("planner", "fast agent", "critic") if f"========== {what} ==========" in out]
+    assert shown == senders
+    if not senders:
+        assert "sends no message to any model" in out
