@@ -18,6 +18,7 @@ import numpy as np
 
 import curriculum as CU
 import env as E
+from prompts.common import CALL_ENDS
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -141,6 +142,7 @@ def write_summary(run_dir: Path, history: list[dict], args) -> None:
         lines += ["", f"Crafter score over all training episodes: {score:.1f}", "",
                   "| achievement | success % |", "|---|---|"]
         lines += [f"| {a} | {p:.1f} |" for a, p in rates.items()]
+    lines += code_action_rows(run_dir)
     lines += ["", "![success rate](success.png)", "",
               "Artefacts: `iter_k/plan.json`, `iter_k/skills/*.py`, `iter_k/attempts/` (every code tried), "
               "`iter_k/stats.json`, `iter_k/feedback.json`, "
@@ -148,6 +150,24 @@ def write_summary(run_dir: Path, history: list[dict], args) -> None:
               "`stats.jsonl` (Crafter's format, one row per finished training episode), `unfinished.jsonl` "
               "(episodes the run did not finish), `eval.jsonl` (evaluation episodes), `checkpoint.pt`.", ""]
     (run_dir / "summary.md").write_text("\n".join(lines))
+
+
+def code_action_rows(run_dir: Path) -> list[str]:
+    """summary.md's table of every code action the RL agent (or --mode code's loop) called, per iteration: its
+    calls, their success and cost, and how they ended (iter_k/stats.json, code_actions.CodeStats.summary)."""
+    found = sorted((int(p.parent.name.split("_")[1]), p) for p in Path(run_dir).glob("iter_*/stats.json"))
+    rows = [(k, name, r) for k, p in found for name, r in json.loads(p.read_text()).get("code_actions", {}).items()]
+    if not rows:
+        return []
+    ends = list(CALL_ENDS)
+    lines = ["", "Code actions' calls in training, per iteration (success: returned True or the task got done; the "
+             "last columns count how each call ended: " + "; ".join(f"{k}: {w}" for k, w in CALL_ENDS.items()) + ").",
+             "", "| iteration | code action | calls | success | env steps per call | " + " | ".join(ends) + " |",
+             "|---" * (5 + len(ends)) + "|"]
+    for k, name, r in rows:
+        counts = " | ".join(str(r.get("ends", {}).get(e, "-")) for e in ends)
+        lines.append(f"| {k} | {name} | {r['chosen']} | {r['success_rate']:.2f} | {r['mean_steps']:.1f} | {counts} |")
+    return lines
 
 
 def main(argv: list[str]) -> int:

@@ -125,6 +125,7 @@ def iterations(run_dir: Path) -> list[dict]:
         stats, feedback = json.loads(path.read_text()), path.parent / "feedback.json"
         actions = {name: {"chosen": row["chosen"], "success_rate": row["success_rate"],
                           "error": str(row["errors"][0][0])[:120] if row.get("errors") else None,
+                          **({"ends": row["ends"]} if row.get("ends") else {}),  # how its calls ended
                           **({"hand_written": True} if row.get("hand_written") else {})}  # reference/'s, not an LLM's
                    for name, row in stats.get("code_actions", {}).items()}
         fb = json.loads(feedback.read_text()) if feedback.is_file() else None

@@ -2,13 +2,14 @@
 reader. Only words live here (of the project they import just the sandbox's modules, whose tables the code
 rules quote), so every module can use them and the agents fill them with the task and the run's numbers:
 
-    common.py       CALL_RULES (in every API doc: core.api_doc) and the repair notes (llm.py's, REPAIR_PROMPT)
+    common.py       CALL_RULES (in every API doc: core.api_doc), CALL_ENDS (how a call ended, as the critic and
+                    the code writer read it) and the repair notes (llm.py's, REPAIR_PROMPT)
     planner.py      the planner's templates, PLAN_SCHEMA and plan_schema
     critic.py       the critic's templates, FEEDBACK_SCHEMA and feedback_schema
     code_writer.py  the code writer's templates, its default example, CODE_REPLY_TOKENS and code_rules
 
-`python train.py --task T --show-prompt` prints the first message of each for task T, exactly as a run
-sends it; a run keeps every message it sent, with the reply, in llm_transcript.jsonl.
+`python train.py --task T --show-prompt` (show_prompt.py) prints the first message of each that task T's
+--mode sends, exactly as a run sends it; a run keeps every message it sent, with the reply, in llm_transcript.jsonl.
 
 The planner: slow_agent.SlowAgent.plan
     system PLAN_SYSTEM and user PLAN_PROMPT, filled by slow_agent.plan_messages, which includes:
@@ -21,7 +22,8 @@ The planner: slow_agent.SlowAgent.plan
     - "subtasks": slow_agent._subtasks_rule picks SUBTASKS_LONG (a chain of plans.LONG_CHAIN or more),
       SUBTASKS_BENCHMARK (both followed by CURRICULUM, from curriculum.py's THRESHOLD, WINDOW and
       MIN_EPISODES and crafter_env.SUBTASK_REWARD), SUBTASKS_SHORT or SUBTASKS_MINEDOJO;
-    - "initiation": INITIATION_VIEW (a game with a view) or INITIATION_INVENTORY; the number of
+    - "initiation": INITIATION_VIEW (a game with a view) or INITIATION_INVENTORY, its schema INITIATION_SCHEMA
+      (the critic's "initiations" too); the number of
       sub-actions and the shaping bounds: core.MAX_SUBACTIONS, core.SHAPING_RANGE;
     - LIBRARY_NOTE, with a skill library: its lines (skill_library.SkillLibrary.catalogue, set by train.py);
     - REPLAN_PROMPT, from iteration 2 on: the previous plan with the critic's moves applied, as
@@ -36,21 +38,28 @@ The code writer: fast_agent.FastAgent.write
       minedojo_skills.EXAMPLE on MineDojo;
     - the code rules: code_rules, built from the sandbox checker's own tables (sandbox/), in its words;
     - the reply cap CODE_REPLY_TOKENS (from sandbox.limits.MAX_SOURCE_CHARS), also the call's max_tokens;
-    - the sub-action's name and spec, from the plan;
+    - the sub-action's name and spec, from the plan, and where it is called: INITIATION_NOTE with its
+      initiation in words (core.initiation_text), else ANYWHERE_NOTE;
     - for a rewrite (fast_agent._current_text): CURRENT_NOTE with the code in use and STATS_NOTE with its
-      row of code_actions.CodeStats.summary; FEEDBACK_NOTE with the critic's fix.
+      row of code_actions.CodeStats.summary (how its calls ended: common.call_ends_text); FEEDBACK_NOTE with
+      the critic's fix.
     No reply schema: the code is cut out of a fence (fast_agent.extract_code).
 
 The critic: slow_agent.SlowAgent.critique
     system CRITIC_SYSTEM and user CRITIC_PROMPT, filled by slow_agent.critic_messages, which includes:
-    - the trained plan, as slow_agent._plan_text shows it;
+    - the mode's parts: with RL (rlgpt, rl+config) PLAN_TITLE, CODE_TITLE, NUMBERS_RL, SUCCESS_RL, EVAL_RL,
+      UPDATE_RL and the moves MOVE_TO_CODE, MOVE_FIXES, MOVE_INITIATIONS (with INITIATION_VIEW/_INVENTORY),
+      MOVE_RL_CONFIG; under --mode code CRITIC_SYSTEM_CODE and the *_CODE parts, and MOVE_FIXES alone;
+    - the trained plan, as slow_agent._plan_text shows it (each initiation in words);
     - the iteration's statistics (evidence.critic_stats, kept in iter_k/stats.json), in critic.py's
       wording of numbers (num, success_text); SCORE_NOTE on `crafter`; REWARD_TASK or REWARD_GAME;
-    - one line per code sub-action (CODE_ACTION_LINE, ORIGIN, NOT_WRITTEN_LINE, LEFT_TO_RL_LINE), the code
-      serving it found by critic.active_code;
+    - one line per code sub-action (CODE_ACTION_LINE, CODE_ROUTINE_LINE under --mode code, ORIGIN,
+      NOT_WRITTEN_LINE, LEFT_TO_RL_LINE), the code serving it found by critic.active_code, with how its calls
+      ended (common.CALL_ENDS, call_ends_text);
     - VARIANTS_MENU, where hand-written code is allowed: skills.variants of each code action, described by
       their docstrings; FRAMES_NOTE, with --vision, for the attached frames.
-    Reply schema: FEEDBACK_SCHEMA, by feedback_schema ("variants" only where offered).
+    Reply schema: FEEDBACK_SCHEMA, by feedback_schema ("variants" only where offered, the RL moves only
+    where RL runs).
 
 Repairs
     - A structured reply (planner, critic) that is unusable is refused by llm.LLMClient with common.NOT_JSON,

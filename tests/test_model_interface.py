@@ -13,7 +13,8 @@ import torch
 
 import critic
 import train
-from core import CodeAction, Plan, SubAction, api_doc, can_start
+from bench.ablation import iterations
+from core import Plan, SubAction, api_doc, can_start
 from critic import Feedback, apply_feedback
 from env import CrafterAPI, get_task
 from fast_agent import FastAgent
@@ -50,7 +51,8 @@ def test_held_fewer_than_and_any_of_in_view_decide_where_a_code_action_may_start
 @pytest.mark.parametrize("initiation, error", [
     ({"inventory": {"wood": 3}, "inventory_below": {"wood": 2}},
      "chop.initiation can never hold: it asks for at least 3 wood and fewer than 2"),
-    ({"inventory_below": {"wood": 0}}, "chop.initiation.inventory_below['wood'] = 0 must be a whole number of at least 1"),
+    ({"inventory_below": {"wood": 0}},
+     "chop.initiation.inventory_below['wood'] = 0 must be a whole number of at least 1"),
     ({"inventory_below": {"gold": 1}}, "chop.initiation.inventory_below: 'gold' is not an inventory item"),
     ({"in_view_any": []}, "chop.initiation.in_view_any is empty"),
     ({"in_view_any": ["oak"]}, "chop.initiation.in_view_any: 'oak' is not a cell name"),
@@ -162,6 +164,10 @@ def test_an_initiation_the_critic_changes_makes_a_new_version_kept_or_rolled_bac
     actions = {a["name"]: a for a in saved["code_actions"]}
     assert actions["chop_tree_v2"]["initiation"] == WANTED and actions["chop_tree"]["initiation"] != WANTED
     assert actions["chop_tree_v2"]["source"] == actions["chop_tree"]["source"]  # the same code, a new condition
+    stats = json.loads((d / "iter_2" / "stats.json").read_text())["code_actions"]["chop_tree_v2"]
+    assert sum(stats["ends"].values()) == stats["chosen"] > 0  # every call counted by how it ended ...
+    assert iterations(d)[1]["code_actions"]["chop_tree_v2"]["ends"] == stats["ends"]  # ... in the results
+    assert f"| 2 | chop_tree_v2 | {stats['chosen']} |" in (d / "summary.md").read_text()  # and the summary
 
 
 # ----------------------------------------------------------------------------------------------
