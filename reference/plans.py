@@ -14,7 +14,8 @@ import json
 
 from core import CodeAction
 from env import get_task
-from reference.skills import LABEL, PLAY_CRAFTER, SKILLS, STEPS, initiation_of
+from reference.crafter_parts import PARTS
+from reference.skills import CRAFTER_PARTS, LABEL, SKILLS, STEPS, initiation_of
 
 LONG_CHAIN = 3  # tasks with at least this many prerequisites get the task planner's chain of sub-tasks
 TECH_TREE = ["collect_wood", "place_table", "make_wood_pickaxe", "collect_stone", "make_stone_pickaxe",
@@ -28,9 +29,10 @@ RL_ONLY: dict[str, tuple[str, str]] = {
                         "dodging its arrows, and hit it until it dies."),
     "wake_up": ("wait_until_tired", "Keep the player safe (away from zombies and lava) until energy drops "
                 "below full, then choose the sleep_when_tired code action."),
-    "crafter": ("survive", "React where the play_crafter routine falls short, from what the image shows: flee or "
-                "fight zombies and skeletons, dodge arrows, keep away from lava, and choose play_crafter whenever it "
-                "can make progress."),
+    "crafter": ("choose_and_survive", "Choose which code action runs when (it is not fixed in any code: e.g. "
+                "drink or eat before the meter runs out, shelter before night, the next tool once its materials are "
+                "held), and react from what the image shows where no code action fits: flee or fight zombies and "
+                "skeletons, dodge arrows, keep away from lava."),
 }
 
 FEND_OFF = ("When a zombie comes near, face it and hit it until it dies (5 hits bare-handed; it hits for 2 every "
@@ -38,11 +40,14 @@ FEND_OFF = ("When a zombie comes near, face it and hit it until it dies (5 hits 
 CODE_REASON = ("Once its target or station is in view this is a fixed procedure over the API (walk, face, "
                "act, check the inventory): code does it reliably in a few steps, while RL would need many "
                "samples to learn the same exact action sequence.")
-WHOLE_REASON = ("Crafter's benchmark counts every achievement, and staying alive decides how many: which one "
-                "to pursue next follows from the inventory and the view by fixed rules (drink when thirsty, "
-                "shelter when tired, the next tool of the tech tree), so one routine in code does it; RL learns "
-                "when to act otherwise, from the pixels the routine does not read. No curriculum: the routine "
-                "walks the chain itself, and Crafter's own reward is kept unshaped.")
+PART_REASON = ("Once what it needs is in view this is a fixed procedure over the API (walk, dig, face, act, "
+               "check the inventory), the behaviour of a routine written by people who know the game: code does it "
+               "reliably, while RL would need many samples to learn the same exact action sequence. Its "
+               "initiation keeps it to the states where it can act.")
+CHOICE_REASON = ("Which behaviour pays most now depends on the world, the meters and the enemies around, seen in "
+                 "the image: a trade-off learned from Crafter's reward, which no fixed order of priorities gets "
+                 "right everywhere; so RL chooses. No curriculum and no shaping: Crafter's own reward counts every "
+                 "achievement.")
 RL_REASON = ("Where things are differs in every world and only shows in the image as the agent moves, and "
              "enemies react: that is trial and error, which RL learns and code could only guess.")
 SHAPING = {"collect_wood": ("wood", 0.1), "collect_stone": ("stone", 0.1), "collect_coal": ("coal", 0.1),
@@ -53,6 +58,10 @@ FOUND = {"tree": "wood", "stone": "stone", "coal": "coal", "iron": "iron", "diam
 STAGE_SHAPING = 0.2  # a search sub-action's pull towards its item while its sub-task is trained (plan's: 0.1)
 
 
+# crafter: the base actions the parts do for the RL agent (crafting and placing), left out of its choices
+CRAFTER_MASK: list[str] = []
+
+
 def _code_spec(skill: CodeAction) -> str:
     return (f"{skill.doc.removeprefix(LABEL)} Return True when it has done so; return False at once, "
             "without wasting steps, when the target is not in view or materials are missing.")
@@ -61,13 +70,14 @@ def _code_spec(skill: CodeAction) -> str:
 def reference_plan(task_name: str) -> dict:
     """The hand-written plan of a task, exactly as the slow agent's JSON (validated by its schema)."""
     task = get_task(task_name)
-    if task.achievement is None:  # the whole benchmark: one routine in code, what it misses left to RL
+    if task.achievement is None:  # the whole benchmark: the routine's behaviours as code, choosing among them RL's
         name, spec = RL_ONLY[task.name]
         return {"task": task.name, "subtasks": [], "subactions": [
-            {"name": PLAY_CRAFTER.name, "how": "code", "reason": WHOLE_REASON,
-             "spec": PLAY_CRAFTER.doc.removeprefix(LABEL) + ". Return True when the call did something useful."},
-            {"name": name, "how": "rl", "spec": spec, "reason": RL_REASON}],
-            "rl_config": {"shaping": {}, "mask_actions": []}}
+            *({"name": part, "how": "code", "reason": PART_REASON, "initiation": CRAFTER_PARTS[part].initiation,
+               "spec": doc + " Return True when the call did its job, False at once when it cannot."}
+              for part, doc, _, _ in PARTS),
+            {"name": name, "how": "rl", "spec": spec, "reason": CHOICE_REASON}],
+            "rl_config": {"shaping": {}, "mask_actions": CRAFTER_MASK}}
     chain = list(task.prerequisites) + [task.achievement]
     subtasks = chain if len(task.prerequisites) >= LONG_CHAIN else []
     targets = [STEPS[a][0] for a in chain if a in STEPS and STEPS[a][0]]

@@ -28,7 +28,7 @@ import crafter.constants as C
 
 from core import CodeAction
 from envs.crafter_tasks import source_of
-from reference import crafter_program
+from reference import crafter_parts
 from reference.skill_helpers import CRAFT, FACE_FREE, HUNT, MINE, SEARCH
 
 LABEL = "[hand-written reference skill, not LLM output] "
@@ -206,16 +206,17 @@ def place_plant(api):
 SKILLS: dict[str, CodeAction] = {a.name: a for a in _ALL}
 
 
-# The whole benchmark as one routine (crafter_program.py): the crafter plan's code action. Kept apart from
-# SKILLS, which are the steps of a chain, each tested on its own achievement (tests/test_skills.py).
-PLAY_CRAFTER = CodeAction("play_crafter", crafter_program.program_source("play_crafter"),
-                          LABEL + "the whole Crafter benchmark as one routine (crafter_program.py): each call does "
-                          "the most urgent useful thing the inventory and the view allow", "play_crafter")
+# The whole-benchmark routine (crafter_program.py) taken apart, one code action per behaviour, each with its
+# initiation: the reference crafter plan's code actions. Kept apart from SKILLS, which are the steps of a
+# chain, each tested on its own achievement (tests/test_skills.py).
+CRAFTER_PARTS: dict[str, CodeAction] = {
+    name: CodeAction(name, crafter_parts.source(name), LABEL + doc, name, initiation=initiation)
+    for name, doc, initiation, _ in crafter_parts.PARTS}
 
 
 def skill_for(name: str) -> CodeAction | None:
     """The hand-written skill of this name, or None (the sub-action then stays with RL)."""
-    return SKILLS.get(name) or (PLAY_CRAFTER if name == PLAY_CRAFTER.name else None)
+    return SKILLS.get(name) or CRAFTER_PARTS.get(name)
 
 
 # ----------------------------------------------------------------------------------------------

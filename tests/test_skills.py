@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from crafter import objects
 
-from core import can_start
-from env import ACTIONS, ITEMS, TASKS, make_env
+from core import Plan, can_start
+from env import ACTIONS, ITEMS, TASKS, get_task, make_env
 from reference import plans, skills, whole_task
 from reference.plans import reference_plan
 from reference.skills import SKILLS
@@ -254,9 +254,24 @@ def test_every_task_has_a_plan_whose_code_parts_are_skills():
         for a in plan["subtasks"] or list(task.prerequisites) + [task.achievement]:
             if a in skills.STEPS:
                 assert skills.STEPS[a][1] in names, (name, a)
-    crafter = reference_plan("crafter")
-    assert [(s["name"], s["how"]) for s in crafter["subactions"]] == [("play_crafter", "code"), ("survive", "rl")]
-    assert crafter["subtasks"] == [] and skills.skill_for("play_crafter").source.startswith("def play_crafter(api):")
+
+
+
+def test_the_crafter_plan_takes_the_routine_apart_and_no_code_action_plays_the_whole_game():
+    """crafter's reference rlgpt plan: the routine's behaviours as separate code actions (at least 8), each
+    with its initiation and its own entry over the routine's helpers, never the routine's solve_task; which
+    one runs when is RL's. --mode code keeps the whole routine."""
+    crafter = Plan.from_dict(reference_plan("crafter"), get_task("crafter"))
+    code = crafter.code_subactions
+    assert len(code) >= 8 and [s.how for s in crafter.subactions if s not in code] == ["rl"]
+    assert crafter.subtasks == [] and not set(skills.CRAFTER_PARTS) & set(skills.SKILLS)  # no name taken twice
+    for s in code:
+        action = skills.skill_for(s.name)
+        assert action.source.startswith(f"def {s.name}(api):") and "def solve_task" not in action.source
+        assert action.initiation == s.initiation and action.doc.startswith(skills.LABEL)
+        checker.check(action.source, action.function)
+    assert sum(not s.initiation for s in code) == 1  # exploring may start anywhere; every other part has a condition
+    assert "def solve_task(api):" in whole_task.whole_task_program("crafter", BUDGET).source
 
 
 def test_whole_task_programs_pass_the_sandbox_and_solve_an_easy_task():
