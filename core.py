@@ -155,16 +155,17 @@ class CodeAction:
 
 # An initiation condition's parts (the plan's "initiation"), each optional; all given must hold. The view's
 # parts exist only for a game whose API has a view (Task.cells).
-INITIATION_KEYS = ("inventory", "inventory_below", "in_view", "in_view_any")
-VIEW_KEYS = ("in_view", "in_view_any")
+INITIATION_KEYS = ("inventory", "inventory_below", "in_view", "in_view_any", "not_in_view")
+VIEW_KEYS = ("in_view", "in_view_any", "not_in_view")
 
 
 def can_start(initiation: dict, inventory: dict[str, int], visible: set[str] | None) -> bool:
     """A code action's initiation condition (the options framework's initiation set): every item of
     "inventory" held at least that many times, every item of "inventory_below" held fewer times than that
     (a tool not yet made: {"wood_pickaxe": 1}; a meter that is low: {"energy": 6}), every name of "in_view"
-    somewhere in view and, when "in_view_any" is given, at least one of its names in view (`visible`; None
-    for a game whose API has no view, where the plan may not ask for it). The policy may choose the action
+    somewhere in view, when "in_view_any" is given at least one of its names in view, and none of the names
+    of "not_in_view" in view (`visible`; None for a game whose API has no view, where the plan may not ask
+    for it). The policy may choose the action
     only where this holds: a call that could not start would cost a decision and a step for nothing."""
     if any(inventory.get(item, 0) < n for item, n in initiation.get("inventory", {}).items()):
         return False
@@ -174,7 +175,8 @@ def can_start(initiation: dict, inventory: dict[str, int], visible: set[str] | N
         return True
     any_of = initiation.get("in_view_any")
     return all(name in visible for name in initiation.get("in_view", [])) and \
-        (not any_of or any(name in visible for name in any_of))
+        (not any_of or any(name in visible for name in any_of)) and \
+        not any(name in visible for name in initiation.get("not_in_view", []))
 
 
 def initiation_text(initiation: dict) -> str:
@@ -184,6 +186,8 @@ def initiation_text(initiation: dict) -> str:
     parts += [f"{name} in view" for name in initiation.get("in_view", [])]
     if initiation.get("in_view_any"):
         parts.append(" or ".join(initiation["in_view_any"]) + " in view (at least one)")
+    if initiation.get("not_in_view"):
+        parts.append("none of " + ", ".join(initiation["not_in_view"]) + " in view")
     return "; ".join(parts) if parts else "in any state (no initiation condition)"
 
 
@@ -287,8 +291,8 @@ def _initiation_problems(s: SubAction, task: Task | None) -> list[str]:
     counts = {k: init.get(k, {}) for k in ("inventory", "inventory_below")}
     names = {k: init.get(k, []) for k in VIEW_KEYS}
     if not all(isinstance(v, dict) for v in counts.values()) or not all(isinstance(v, list) for v in names.values()):
-        return out + [f"{where}: inventory and inventory_below must be objects of item: count, in_view and "
-                      "in_view_any lists of names"]
+        return out + [f"{where}: inventory and inventory_below must be objects of item: count, in_view, "
+                      "in_view_any and not_in_view lists of names"]
     for key, items in counts.items():
         for item, n in items.items():
             if task is not None and item not in task.items:
@@ -301,6 +305,11 @@ def _initiation_problems(s: SubAction, task: Task | None) -> list[str]:
             f"{counts['inventory_below'][item]}" for item in never]
     if "in_view_any" in init and not names["in_view_any"]:
         out.append(f"{where}.in_view_any is empty; give at least one name, or leave it out")
+    hidden = set(names["not_in_view"])
+    both = sorted(hidden & set(names["in_view"])) or \
+        (sorted(names["in_view_any"]) if names["in_view_any"] and hidden >= set(names["in_view_any"]) else [])
+    if both:
+        out.append(f"{where} can never hold: {both} must be in view and not in view")
     if task is not None and task.cells:
         out += [f"{where}.{key}: {name!r} is not a cell name; choose from {list(task.cells)}"
                 for key, listed in names.items() for name in listed if name not in task.cells]

@@ -40,13 +40,14 @@ agent may choose it only in states where every condition holds, checked before e
 without one it may be chosen anywhere. A call that cannot do its job still costs a decision and at least \
 one step, so give the conditions it certainly needs (e.g. a recipe's materials held and its station in \
 view; the tool it makes not yet held: "inventory_below" {{the tool: 1}}; a meter below a level; one of \
-several targets in view), never one that would hide a state where it could succeed. Its items are the \
+several targets in view; a station it places not in view yet), never one that would hide a state where it \
+could succeed. Its items are the \
 inventory items listed under "rl_config" below, counted as the API's inventory() counts them."""
 
 INITIATION_VIEW = ('{{"inventory": {{item: held at least this many}}, "inventory_below": {{item: held fewer than '
                    'this many}}, "in_view": [names that must all be in the view], "in_view_any": [names of which at '
-                   'least one must be in the view]}}, each part optional, every part given must hold; view names: '
-                   '{cells}')
+                   'least one must be in the view], "not_in_view": [names none of which may be in the view]}}, each '
+                   'part optional, every part given must hold; view names: {cells}')
 INITIATION_INVENTORY = ('{{"inventory": {{item: held at least this many}}, "inventory_below": {{item: held fewer than '
                         'this many}}}}, each part optional, every part given must hold (this game\'s API has no view '
                         'to test)')
@@ -89,7 +90,7 @@ MOVED_NOTE = "moved to {how} by the critic; its old spec was written for {was} a
 _STR, _STRS = {"type": "string"}, {"type": "array", "items": {"type": "string"}}
 _COUNTS = {"type": "object", "additionalProperties": {"type": "integer"}}
 INITIATION_SCHEMA = {"type": "object", "properties": {"inventory": _COUNTS, "inventory_below": _COUNTS,
-                                                      "in_view": _STRS, "in_view_any": _STRS}}
+                                                      "in_view": _STRS, "in_view_any": _STRS, "not_in_view": _STRS}}
 PLAN_SCHEMA = {"type": "object", "required": ["subtasks", "subactions", "rl_config"], "properties": {
     "subtasks": _STRS,
     "subactions": {"type": "array", "minItems": 1, "items": {

@@ -10,8 +10,8 @@ goes through the same sandbox check and dry run as an LLM's.
     skill_helpers.py    the helper functions pasted into the skills that call them
     plans.py            Crafter's reference plans, in the slow agent's JSON shape
     whole_task.py       `--mode code`'s whole-task programs, built from the skills
-    crafter_program.py  the whole-benchmark program (`--mode code --task crafter`, and the crafter plan's
-                        play_crafter): its top and staying alive
+    crafter_program.py  the whole-benchmark program (`--mode code --task crafter`): its top and staying alive
     crafter_progress.py the rest of that program: crafting, collecting, exploring
+    crafter_parts.py    that program taken apart: its behaviours as the crafter plan's code actions
     minedojo_skills.py  MineDojo's reference skills, plans and whole-task programs
 """

@@ -1,5 +1,5 @@
-"""The hand-written whole-benchmark program for Crafter: `--mode code --task crafter` with no LLM, and
-the `play_crafter` code action of the reference crafter plan (plans.reference_plan).
+"""The hand-written whole-benchmark program for Crafter: `--mode code --task crafter` with no LLM (its parts,
+taken apart in crafter_parts.py, are the code actions of the reference crafter plan).
 
 Written by hand by the project's engineers; never LLM output (whole_task.whole_task_program labels it so).
 It is one code action, `solve_task(api)`, called again and again until the episode ends; each call
@@ -283,9 +283,7 @@ def nap(api, g):
 '''
 
 
-def program_source(entry: str = "solve_task") -> str:
-    """The whole program's source (this file's part, then crafter_progress.py's, with Crafter's recipe costs
-    filled in), its entry named `entry`: `solve_task` in --mode code, `play_crafter` as a code action of the
-    crafter plan."""
-    source = SOURCE + "\n" + crafter_progress.source()
-    return source.replace("def solve_task(api):", f"def {entry}(api):").lstrip("\n")
+def program_source() -> str:
+    """The whole program's source, `solve_task` first (this file's part, then crafter_progress.py's, with
+    Crafter's recipe costs filled in)."""
+    return (SOURCE + "\n" + crafter_progress.source()).lstrip("\n")

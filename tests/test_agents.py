@@ -79,7 +79,7 @@ BAD_PLANS = {
     "initiation key": ({"subactions": [{"name": "chop", "how": "code", "spec": "a", "reason": "",
                                         "initiation": {"health_below": 3}}]},
                        "chop.initiation.health_below is not on the menu (only inventory, inventory_below, in_view, "
-                       "in_view_any)"),
+                       "in_view_any, not_in_view)"),
 }
 
 
@@ -224,10 +224,10 @@ def test_the_plan_prompt_offers_an_initiation_over_the_games_items_and_cells():
     user = srv.requests[0].json["messages"][-1]["content"]
     assert ('"initiation": {"inventory": {item: held at least this many}, "inventory_below": {item: held fewer than '
             'this many}, "in_view": [names that must all be in the view], "in_view_any": [names of which at least one '
-            'must be in the view]}') in user
+            'must be in the view], "not_in_view": [names none of which may be in the view]}') in user
     schema = srv.requests[0].json["response_format"]["json_schema"]["schema"]
     initiation = schema["properties"]["subactions"]["items"]["properties"]["initiation"]["properties"]
-    assert set(initiation) == {"inventory", "inventory_below", "in_view", "in_view_any"}
+    assert set(initiation) == {"inventory", "inventory_below", "in_view", "in_view_any", "not_in_view"}
     assert "water, grass, stone, path, sand, tree" in user and "zombie, skeleton, arrow, plant, ripe_plant" in user
     assert "the options framework's initiation set" in user
 

@@ -44,6 +44,8 @@ def test_held_fewer_than_and_any_of_in_view_decide_where_a_code_action_may_start
     assert not can_start(init, {"wood": 1, "wood_pickaxe": 1}, {"table"})  # the tool is held already
     assert not can_start(init, {"wood": 1}, {"cow"})  # none of them in view
     assert not can_start(init, {"wood": 0}, {"table"})
+    assert not can_start({"not_in_view": ["table"], "inventory": {"wood": 1}}, {"wood": 1}, {"table", "tree"})
+    assert can_start({"not_in_view": ["table"], "inventory": {"wood": 1}}, {"wood": 1}, {"tree"})
     assert can_start({"inventory_below": {"energy": 6}}, {"energy": 5}, None)  # a game without a view
     assert not can_start({"inventory_below": {"energy": 6}}, {"energy": 6}, None)
 
@@ -56,7 +58,10 @@ def test_held_fewer_than_and_any_of_in_view_decide_where_a_code_action_may_start
     ({"inventory_below": {"gold": 1}}, "chop.initiation.inventory_below: 'gold' is not an inventory item"),
     ({"in_view_any": []}, "chop.initiation.in_view_any is empty"),
     ({"in_view_any": ["oak"]}, "chop.initiation.in_view_any: 'oak' is not a cell name"),
-    ({"in_view_any": "tree"}, "in_view and in_view_any lists of names"),
+    ({"in_view_any": "tree"}, "in_view, in_view_any and not_in_view lists of names"),
+    ({"in_view": ["table"], "not_in_view": ["table"]}, "can never hold: ['table'] must be in view and not in view"),
+    ({"in_view_any": ["cow", "zombie"], "not_in_view": ["zombie", "cow"]},
+     "can never hold: ['cow', 'zombie'] must be in view and not in view"),
 ])
 def test_an_initiation_off_the_menu_is_refused_in_words_the_model_can_act_on(initiation, error):
     with pytest.raises(ValueError) as raised:
