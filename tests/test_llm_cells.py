@@ -169,3 +169,22 @@ def test_replay_says_which_fields_differ_and_when_the_run_asked_otherwise(tmp_pa
             "answered (first: call 2)") in capsys.readouterr().out
     shutil.rmtree(where / "results")
     assert source.check([cell], where) == 1 and "no result" in capsys.readouterr().out
+
+
+def test_kept_files_never_hold_the_key_even_where_the_run_wrote_it(tmp_path, monkeypatch):
+    """A model can echo what it was sent, and a server can put anything in its replies: whatever the run
+    directory holds, the kept transcript, plan, feedback and code (committed to git) hold no key."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    run, cell = tmp_path / "run", G.Cell("collect_wood", "rlgpt", 1, 50_000)
+    (run / "iter_1" / "skills").mkdir(parents=True)
+    (run / "llm_transcript.jsonl").write_text(json.dumps({"url": "http://10.0.0.7:8000/v1", "request_hash": "a",
+                                                          "reply": f"my key is {KEY}", "usage": {}}) + "\n")
+    for name in ("plan.json", "feedback.json", "skills/chop_tree.py"):
+        (run / "iter_1" / name).write_text(f"# {KEY}\n")
+    path = tmp_path / "results" / f"{cell.name}.json"
+    r = B.Backend(MODEL, "http://10.0.0.7:8000/v1").record({"task": cell.task}, run, path, [])
+    kept = every_byte(path.with_suffix(""))
+    assert sorted(p.relative_to(path.with_suffix("")).as_posix() for p in kept) == [
+        "iter_1/feedback.json", "iter_1/plan.json", "iter_1/skills/chop_tree.py", B.TRANSCRIPT]
+    assert all(KEY.encode() not in data and b"10.0.0.7" not in data for data in kept.values())
+    assert r["llm"]["calls"] == 1 and "10.0.0.7" not in json.dumps(r)
