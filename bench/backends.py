@@ -1,7 +1,7 @@
 """The grid run with your own model: an LLM backend's cells, what each keeps to be reproduced, and its replay.
 
     python -m bench.ablation --llm http --llm-url http://localhost:8000/v1 --llm-model Qwen/Qwen2.5-7B-Instruct
-    python -m bench.ablation --llm replay:bench/results/llm/http__Qwen-Qwen2.5-7B-Instruct-1a2b3c   # no server
+    python -m bench.ablation --llm replay:bench/results/llm/http__Qwen-Qwen2.5-7B-Instruct-0311af   # no server
 
 A reference cell (`--llm reference`, the hand-written skills and plans) writes bench/results/<cell>.json.
 An LLM backend's cell writes bench/results/llm/<backend>__<model slug>/<cell>.json instead, never touching
@@ -51,8 +51,8 @@ def scrub(text: str) -> str:
 
 def usage(transcript: Path) -> dict:
     """Calls and tokens of a run, from its llm_transcript.jsonl: every call (failed ones too) is a line. Tokens
-    are the server's own counts, summed over the calls that reported any (`reported`); characters sent (message
-    text) and received (replies) are counted for every call."""
+    are the server's own counts, summed over the calls that reported any (`reported`); characters sent (the
+    messages, as JSON) and received (the replies) are counted for every call."""
     records = [json.loads(line) for line in transcript.read_text().splitlines() if line.strip()] \
         if transcript.is_file() else []
     told = [r["usage"] for r in records if any((r.get("usage") or {}).values())]
@@ -82,6 +82,7 @@ class Backend:
     def record(self, result: dict, run_dir: Path, path: Path, extra: list[str]) -> dict:
         """`result` with its `llm` block; keeps the run's transcript, plans, feedback and code in path's <cell>/."""
         kept = path.with_suffix("")
+        shutil.rmtree(kept, ignore_errors=True)  # a stale cell's re-run: none of the old run's files stay
         lines = [json.loads(line) for line in (run_dir / "llm_transcript.jsonl").read_text().splitlines()
                  if line.strip()] if (run_dir / "llm_transcript.jsonl").is_file() else []
         text = "".join(json.dumps({k: v for k, v in r.items() if k != "url"}) + "\n" for r in lines)
@@ -165,6 +166,8 @@ def replay_of(spec: str) -> tuple[Replay, list[Cell]]:
         cells = [cell_of(read_result(p)) for p in sorted(path.glob("*.json"))]
         if not cells:
             fail(f"{path} holds no kept result files (<cell>.json): give a backend's folder under bench/results/llm/")
+        if lost := [c.name for c in cells if not (path / c.name / TRANSCRIPT).is_file()]:
+            fail(f"{path}: no {TRANSCRIPT} kept for {', '.join(lost)}: those cells cannot be replayed")
         return Replay(path), cells
     result = path.parent.parent / f"{path.parent.name}.json"
     if path.name != TRANSCRIPT or not path.is_file() or not result.is_file():

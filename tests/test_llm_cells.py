@@ -169,6 +169,9 @@ def test_replay_says_which_fields_differ_and_when_the_run_asked_otherwise(tmp_pa
             "answered (first: call 2)") in capsys.readouterr().out
     shutil.rmtree(where / "results")
     assert source.check([cell], where) == 1 and "no result" in capsys.readouterr().out
+    with pytest.raises(SystemExit):  # a kept cell without its transcript cannot be replayed: said before any run
+        B.replay_of(str(source.kept))
+    assert f"no {B.TRANSCRIPT} kept for {cell.name}" in capsys.readouterr().err
 
 
 def test_kept_files_never_hold_the_key_even_where_the_run_wrote_it(tmp_path, monkeypatch):
@@ -182,6 +185,8 @@ def test_kept_files_never_hold_the_key_even_where_the_run_wrote_it(tmp_path, mon
     for name in ("plan.json", "feedback.json", "skills/chop_tree.py"):
         (run / "iter_1" / name).write_text(f"# {KEY}\n")
     path = tmp_path / "results" / f"{cell.name}.json"
+    (path.with_suffix("") / "iter_3").mkdir(parents=True)  # kept by an earlier run of the cell (now stale)
+    (path.with_suffix("") / "iter_3" / "plan.json").write_text("{}")
     r = B.Backend(MODEL, "http://10.0.0.7:8000/v1").record({"task": cell.task}, run, path, [])
     kept = every_byte(path.with_suffix(""))
     assert sorted(p.relative_to(path.with_suffix("")).as_posix() for p in kept) == [
