@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import base64
 import email.utils
+import gzip
 import hashlib
 import json
 import os
@@ -333,13 +334,19 @@ class ReplayClient:
 
     mode "order": the n-th call gets the n-th record, whatever it asks (robust to prompt edits).
     mode "hash": a call gets the next unused record with the same request hash (robust to reordering).
-    Recorded errors are raised again, so agents see the same feedback they saw live."""
+    Recorded errors are raised again, so agents see the same feedback they saw live. A transcript may be
+    gzipped (.gz: bench/ablation keeps LLM cells' transcripts so). Given `record`, each answered call is
+    written there as the recorded reply under the request this run made (its own request_hash, the
+    recorded one as `answered_from`): the replay's calls and tokens count like the original's, and a call
+    that asked something else than the transcript answered shows."""
 
-    def __init__(self, transcript: str | Path, mode: str = "order"):
+    def __init__(self, transcript: str | Path, mode: str = "order", record: str | Path | None = None):
         if mode not in ("order", "hash"):
             raise ValueError(f"mode must be 'order' or 'hash', not {mode!r}")
         self.path, self.mode, self.calls = Path(transcript), mode, 0
-        self.records = [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]
+        self.record = Path(record) if record else None
+        text = gzip.decompress(self.path.read_bytes()).decode() if self.path.suffix == ".gz" else self.path.read_text()
+        self.records = [json.loads(line) for line in text.splitlines() if line.strip()]
         self._by_hash: dict[str, list[dict]] = {}
         for rec in self.records:
             self._by_hash.setdefault(rec["request_hash"], []).append(rec)
@@ -361,6 +368,10 @@ class ReplayClient:
                 raise LLMError(f"replay miss: no unused record with request hash {h} in {self.path} "
                                f"(call {self.calls}, last message starts {first!r})")
             rec = queue.pop(0)
+        if self.record is not None:
+            with self.record.open("a") as f:
+                f.write(json.dumps({**rec, "request_hash": h, "messages": messages,
+                                    "answered_from": rec["request_hash"]}, default=str) + "\n")
         if "error" in rec:
             if rec["error"]["type"] != "LLMReplyError":
                 raise LLMError(rec["error"]["message"])

@@ -96,7 +96,7 @@ def make_llm(args, run_dir: Path):
     if kind == "reference":
         return None, None, "reference: hand-written reference skills and plans (no LLM)"
     if kind.startswith("replay:"):
-        return ReplayClient(kind[7:]), None, f"replay of {kind[7:]}"
+        return ReplayClient(kind[7:], record=transcript), None, f"replay of {kind[7:]}"
     server = None
     if kind == "local":
         server = start_local_server()

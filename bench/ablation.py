@@ -8,6 +8,8 @@
     python -m bench.ablation --quick         # smoke test: 1 seed, tiny budgets, all of it under bench/out/
     python -m bench.ablation --jobs 4        # 4 cells at a time (a machine with cores to spare)
     python -m bench.ablation -- --num-envs 16                # anything after -- goes to every train.py run
+    python -m bench.ablation --llm http --llm-url URL --llm-model NAME   # the grid with your model (not rl)
+    python -m bench.ablation --llm replay:bench/results/llm/<backend>    # its kept cells again, no server
 
 Run it from the repo root as a module (as above). A cell is (task, mode, seed, env-step budget). Its run
 is `train.py` in a subprocess (`--jobs` at a time, default 1), in bench/out/ablation/v<its results
@@ -15,6 +17,9 @@ version>/<cell>/ (git-ignored; an interrupted run is continued with --resume). I
 from the run's logs, is written atomically to bench/results/<cell>.json the moment it finishes, to be
 committed with the code. A cell with a current result never runs again; a cell whose run directory holds
 another live process's lock (ablation.lock) is skipped, so commands started side by side share the grid.
+With `--llm http` a cell runs with that model instead of the hand-written reference, into
+bench/out/ablation/llm/<backend>/ and bench/results/llm/<backend>/, keeping what reproduces it:
+bench/backends.py.
 
 What the grids are (cells, budgets, seeds, each mode's results version and when a result is stale):
 bench/grid.py. How docs/results.md and the README's table are made from the result files: bench/results_table.py.
@@ -42,6 +47,7 @@ import numpy as np
 
 import env as E
 import report
+from bench.backends import LLM_DIR, Backend, Replay, backend_of, replay_of, run_dir_of
 from bench.grid import (
     BUDGETS,
     RESULTS_VERSION,
@@ -202,11 +208,13 @@ def machine() -> dict:
     return {"cpu": cpu, "cores": os.cpu_count(), "gpu": gpu[0] if gpu else None}
 
 
-def command_for(cell: Cell, run_dir: Path, extra: list[str]) -> list[str]:
-    """The train.py command that starts `cell`, or continues its unfinished run."""
+def command_for(cell: Cell, run_dir: Path, extra: list[str], backend: Backend | Replay | None = None) -> list[str]:
+    """The train.py command that starts `cell` (with `backend`'s LLM, else the reference), or continues its
+    unfinished run."""
     if (run_dir / "config.json").is_file():
         return [sys.executable, str(ROOT / "train.py"), "--resume", str(run_dir)]
-    llm = [] if cell.mode == "rl" else ["--llm", "reference"]  # rl+config needs the plan, code the program
+    # rl+config needs the plan, code the program
+    llm = [] if cell.mode == "rl" else backend.train_args(cell) if backend else ["--llm", "reference"]
     # rlgpt-1iter's --iterations 1 comes last: nothing in `extra` (--quick's --iterations 2) may undo it
     mode, defining = ("rlgpt", ["--iterations", "1"]) if cell.mode == "rlgpt-1iter" else (cell.mode, [])
     # --skills none: no skill library shared between cells, so no cell (or seed) reuses another's skills
@@ -277,15 +285,17 @@ def _gone(holder: str) -> bool:
     return False
 
 
-def execute(cells: list[Cell], out: Path, results: Path, extra: list[str], jobs: int = 1) -> None:
-    """Each cell without a current result: run (or continue) it, then write its result at once; `jobs` cells
+def execute(cells: list[Cell], out: Path, results: Path, extra: list[str], jobs: int = 1,
+            backend: Backend | Replay | None = None) -> None:
+    """Each cell without a current result: run (or continue) it with `backend`'s LLM (None: the reference),
+    then write its result at once (an LLM cell's with what reproduces it: backend.record); `jobs` cells
     at a time, each its own train.py process. A cell another process holds the lock of is skipped, so two
     commands on one checkout (or a shared disk) never run the same cell. After a Ctrl-C (every train.py
     gets it and writes its checkpoint) no new cell starts; the same command continues."""
     start, stop = time.time(), threading.Event()
 
     def one(head: str, cell: Cell, path: Path) -> None:
-        run_dir = out / f"v{results_version(cell.mode, cell.task)}" / cell.name  # a stale run is never resumed
+        run_dir = run_dir_of(out, cell)
         with cell_lock(run_dir) as holder:
             if holder is not None:
                 print(f"{head}: another process runs it ({holder}), skipped", flush=True)
@@ -293,7 +303,7 @@ def execute(cells: list[Cell], out: Path, results: Path, extra: list[str], jobs:
             if stop.is_set():
                 return
             if not (run_dir / "summary.md").is_file():
-                cmd = command_for(cell, run_dir, extra)
+                cmd = command_for(cell, run_dir, extra, backend)
                 print(f"{head}: {'resuming' if '--resume' in cmd else 'running'} in {run_dir}", flush=True)
                 t0, rc = time.time(), attempt(cmd, run_dir)
                 if rc in (130, -2):
@@ -303,7 +313,8 @@ def execute(cells: list[Cell], out: Path, results: Path, extra: list[str], jobs:
                     print(f"{head}: FAILED (exit {rc}, see {run_dir / 'train.log'})", flush=True)
                     return
                 print(f"{head}: finished in {time.time() - t0:.0f}s", flush=True)
-            write_json(path, result_of(cell, run_dir))
+            result = result_of(cell, run_dir)
+            write_json(path, result if backend is None else backend.record(result, run_dir, path, extra))
             print(f"{head}: result {path} (elapsed {(time.time() - start) / 60:.1f} min)", flush=True)
 
     todo = []
@@ -339,6 +350,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", nargs="+", type=int, default=list(SEEDS), choices=SEEDS)
     parser.add_argument("--jobs", type=int, default=1, help="cells run at a time, each its own train.py process "
                         "(its SPS then shares the cores: only results, never speed, are compared across cells)")
+    parser.add_argument("--llm", default="reference", metavar="reference|http|replay:PATH",
+                        help="who plans and writes code: the hand-written reference (default), your model "
+                        "(http: its cells apart, in bench/results/llm/), or replay:<a kept cell's transcript or a "
+                        "backend's folder> (its kept cells again, without a server, compared with the kept results)")
+    parser.add_argument("--llm-url", help="with --llm http: the server's OpenAI-style /v1 base (key: OPENAI_API_KEY)")
+    parser.add_argument("--llm-model", help="with --llm http: the model's name, as the server knows it")
     args = parser.parse_args(argv)
     cells, slow = grid(args.quick), slowloop_grid(args.quick)
     out = ROOT / "bench" / "out" / ("ablation-quick" if args.quick else "ablation")  # quick: apart, table too
@@ -347,18 +364,37 @@ def main(argv: list[str] | None = None) -> int:
     if args.table or args.check:
         return max(table(results, md, plot_dir, cells, slow, check=False, readme=readme) if args.table else 0,
                    table(results, md, plot_dir, cells, slow, check=True, readme=readme) if args.check else 0)
+    if args.llm.startswith("replay:"):
+        return replay(*replay_of(args.llm[7:]), args, extra)
+    backend = backend_of(args.llm, args.llm_url, args.llm_model)
     chosen = [c for c in (slow if args.grid == "slowloop" else cells) if c.task in (args.tasks or [c.task])
               and c.mode in (args.modes or [c.mode]) and c.seed in args.seeds]
+    if backend and any(c.mode == "rl" for c in chosen):  # plain PPO asks no LLM: the reference's cells are its
+        print("rl cells ask no LLM: every backend's rl is the reference's (python -m bench.ablation --modes rl)")
+        chosen = [c for c in chosen if c.mode != "rl"]
     if not chosen:
         parser.error(f"no cell of the {args.grid} grid has that task, mode and seed (main: crafter runs rl and "
                      f"rlgpt, seed 1; slowloop: {', '.join(SLOWLOOP)} x {', '.join(SLOWLOOP_MODES)})")
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1, not {args.jobs}")
-    execute(chosen, out, results, (QUICK_TRAIN_ARGS if args.quick else []) + extra, args.jobs)
+    into = (out / LLM_DIR / backend.folder, results / LLM_DIR / backend.folder) if backend else (out, results)
+    if backend:
+        print(f"model {backend.model} at {backend.url}: results in {into[1]}")
+    execute(chosen, *into, (QUICK_TRAIN_ARGS if args.quick else []) + extra, args.jobs, backend)
     if args.quick:
         return table(results, md, plot_dir, cells, slow, check=False)
     print("rebuild docs/results.md and the README's table from bench/results/:  python -m bench.ablation --table")
     return 0
+
+
+def replay(source: Replay, kept: list[Cell], args: argparse.Namespace, extra: list[str]) -> int:
+    """Re-run kept LLM cells (those of --tasks/--modes/--seeds) from their transcripts, afresh, under
+    bench/out/ablation-replay/<backend>/; 1 if a result is not the kept one (all but backends.RUN_FIELDS)."""
+    where = ROOT / "bench" / "out" / "ablation-replay" / source.folder
+    chosen = source.afresh([c for c in kept if c.task in (args.tasks or [c.task])
+                            and c.mode in (args.modes or [c.mode]) and c.seed in args.seeds], where)
+    execute(chosen, where, where / "results", extra, args.jobs, source)
+    return source.check(chosen, where)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import numpy as np
 
 import env as E
 import report
+from bench.backends import LLM_DIR, backend_results
 from bench.grid import (
     MODES,
     RESULTS_VERSION,
@@ -221,8 +222,59 @@ def shown(found: list[dict], cells: list[Cell]) -> dict[Cell, dict]:
     return {c: current[c] for c in cells if c in current}
 
 
-def section(found: list[dict], cells: list[Cell], slow: list[Cell], md_dir: Path, plot_dir: Path) -> str:
-    """The Markdown between the markers: every number from `found` (the result files), nothing typed."""
+def kilo(n: float) -> str:
+    return f"{n / 1000:.1f}k" if n >= 1000 else f"{n:.0f}"
+
+
+def cost(rs: list[dict]) -> str:
+    """The LLM calls (failed ones included) and tokens (prompt + completion, the server's counts) of the cells
+    `rs`, a mean per cell when there are several; where the server reported no tokens for every call, the
+    characters sent and received instead, said so."""
+    llm = [r["llm"] for r in rs]
+    calls, failed = np.mean([u["calls"] for u in llm]), sum(u["failed_calls"] for u in llm)
+    text = f"{calls:.3g} calls" + (f" ({failed} failed)" if failed else "")
+    if all(u["calls"] and u["tokens"]["reported"] == u["calls"] for u in llm):
+        return f"{text}, {kilo(np.mean([u['tokens']['prompt'] + u['tokens']['completion'] for u in llm]))} tokens"
+    chars = np.mean([u["chars"]["sent"] + u["chars"]["received"] for u in llm])
+    return f"{text}, tokens not reported by the server ({kilo(chars)} characters)"
+
+
+def backend_lines(backends: dict[str, list[dict]], cells: list[Cell]) -> list[str]:
+    """Per LLM backend with a current result (`backends`: its results by the folder they are kept in): a row per
+    task and mode it ran, success beside the reference's and what each cell cost in calls and tokens."""
+    lines = []
+    for folder, found in backends.items():
+        current = shown(found, cells)
+        if not current:
+            continue
+        llm = next(iter(current.values()))["llm"]
+        served = ", ".join(f"`{m}`" for m in sorted({n for r in current.values() for n in r["llm"]["answered_by"]}))
+        commits = ", ".join(dict.fromkeys(r["commit"][:10] + " (dirty)" * r["dirty"] for r in current.values()))
+        lines += [f"**Model `{llm['model']}`** (`--llm {llm['backend']}`, answered as {served or 'nothing'}): "
+                  f"{len(current)} cells, at commits {commits}; kept with each cell's transcript, plans and code in "
+                  f"`{folder}/`. Success as above; LLM calls (failed ones included) and tokens (prompt + completion, "
+                  "the server's counts) per cell, seed by seed.", "",
+                  "| task | budget | mode | training success | evaluation success | LLM calls and tokens per cell |",
+                  "|---|---|---|---|---|---|"]
+        for task, budget, mode in dict.fromkeys((c.task, c.budget, c.mode) for c in current):
+            rs = [(c, r) for c, r in current.items() if (c.task, c.mode) == (task, mode)]
+            lines.append(f"| {task} | {budget} | {mode} | "
+                         + " | ".join(mean_sd([(r[key]["success"], r[key]["n"]) for _, r in rs]) for key in
+                                      ("train", "eval"))
+                         + " | " + "; ".join(f"s{c.seed}: {cost([r])}" for c, r in rs) + " |")
+        stale = [cell_of(r).name for r in found if not is_current(r)]
+        lines += [""] + (["Stale, not shown: " + ", ".join(stale) + ".", ""] if stale else [])
+    if not lines:
+        return []
+    return ["**With your model** (`python -m bench.ablation --llm http --llm-url URL --llm-model NAME`, per model: "
+            "its cells apart from the reference's; `--llm replay:<its folder>` re-runs them from their transcripts "
+            "without a server). `rl` asks no LLM: its cells are the reference's, above.", "", *lines]
+
+
+def section(found: list[dict], cells: list[Cell], slow: list[Cell], md_dir: Path, plot_dir: Path,
+            backends: dict[str, list[dict]] | None = None) -> str:
+    """The Markdown between the markers: every number from `found` (the result files) and `backends` (each LLM
+    backend's, by folder), nothing typed."""
     current = shown(found, cells + slow)
     eval_n = sorted({r["eval"]["n"] for r in current.values()})
     versions = ", ".join(f"`{m}` v{v}" + (f" ({VERSION_NOTES[m]})" if m in VERSION_NOTES else "")
@@ -244,7 +296,8 @@ def section(found: list[dict], cells: list[Cell], slow: list[Cell], md_dir: Path
                             + (f", {'/'.join(map(str, eval_n))} episodes per seed" if eval_n else "") + ").",
                             current, cells, [(m, m, "eval") for m in MODES])]
     short, crafter = [c for c in cells if c.task != "crafter"], [c for c in cells if c.task == "crafter"]
-    lines += plot_links(current, short, md_dir, plot_dir) + crafter_lines(current, cells) + length_lines(current, cells)
+    lines += plot_links(current, short, md_dir, plot_dir) + backend_lines(backends or {}, cells + slow)
+    lines += crafter_lines(current, cells) + length_lines(current, cells)
     lines += plot_links(current, crafter, md_dir, plot_dir) + target_lines(current, cells)
     lines += missing_lines(current, cells) + ["", *success_table(SLOWLOOP_TITLE, current, slow, SLOWLOOP_COLUMNS)]
     lines += plot_links(current, slow, md_dir, plot_dir) + pair_lines(current, slow) + loop_lines(current, slow)
@@ -253,9 +306,30 @@ def section(found: list[dict], cells: list[Cell], slow: list[Cell], md_dir: Path
     return "\n".join(lines + provenance(found, current) + [MARKERS[1]])
 
 
-def headline(found: list[dict], cells: list[Cell], results_page: str) -> str:
+def backend_rows(backends: dict[str, list[dict]], cells: list[Cell], modes: list[str]) -> list[str]:
+    """The README table's rows of each LLM backend: per task it ran, each mode's training success (crafter: its
+    score) with the mean calls and tokens of its cells; rl asks no LLM."""
+    rows = []
+    for found in backends.values():
+        current = shown(found, cells)
+        for task, budget in dict.fromkeys((c.task, c.budget) for c in current):
+            measure = "crafter" if task == "crafter" else "train"
+            values = []
+            for m in modes:
+                rs = [r for c, r in current.items() if (c.task, c.mode) == (task, m)]
+                got = mean_sd([(r["crafter"]["score"], r["crafter"]["episodes"]) if measure == "crafter" else
+                               (r["train"]["success"], r["train"]["n"]) for r in rs])
+                values.append("(no LLM)" if m == "rl" else f"{got}; {cost(rs)}" if rs else "—")
+            label = f"{task}{': Crafter score' * (task == 'crafter')}, model `{found[0]['llm']['model']}`"
+            rows.append(f"| {label} | {budget} | " + " | ".join(values) + " |")
+    return rows
+
+
+def headline(found: list[dict], cells: list[Cell], results_page: str,
+             backends: dict[str, list[dict]] | None = None) -> str:
     """The README's table between HEADLINE: training success per task and mode, and Crafter's score per mode,
-    each mean ± sd over the seeds with a result; the rest of the numbers are on `results_page`."""
+    each mean ± sd over the seeds with a result, then the same rows of each LLM backend (`backends`) with
+    their cells' mean calls and tokens; the rest of the numbers are on `results_page`."""
     current = shown(found, cells)
     short = [c for c in cells if c.task != "crafter"]
     crafter = [c for c in cells if c.task == "crafter"]
@@ -269,6 +343,12 @@ def headline(found: list[dict], cells: list[Cell], results_page: str) -> str:
                            if c.mode == m and c in current]) if any(c.mode == m for c in crafter) else "not run"
                   for m in modes]
         table.append(f"| crafter: Crafter score | {crafter[0].budget} | " + " | ".join(scores) + " |")
+    rows = backend_rows(backends or {}, cells, modes)
+    table += rows
+    if rows:
+        table += ["", "Rows `..., model M` ran with that model (`python -m bench.ablation --llm http`); beside each "
+                  "result, its cells' mean LLM calls (failed ones included) and tokens (prompt + completion, the "
+                  "server's counts). `rl` asks no LLM: its row is the reference's."]
     published = ", ".join(f"{name} {score}" for name, steps, score in PUBLISHED if steps == "1M")
     return "\n".join([HEADLINE[0], GENERATED, *table, "",
                       f"All modes but `rl` use the hand-written reference skills and plans (`--llm reference`), not "
@@ -290,12 +370,14 @@ def table(results: Path, md: Path, plot_dir: Path, cells: list[Cell], slow: list
     """Write (or with `check`, only compare) md's results section and, given `readme`, its headline table;
     1 if the check finds either out of date."""
     found = load(results)
+    backends = {os.path.relpath(results / LLM_DIR / folder, md.parent.parent): rs
+                for folder, rs in backend_results(results).items()}
     text = md.read_text() if md.is_file() else MARKERS[0] + MARKERS[1] + "\n"
-    pages = [(md, text, splice(text, section(found, cells, slow, md.parent, plot_dir), md))]
+    pages = [(md, text, splice(text, section(found, cells, slow, md.parent, plot_dir, backends), md))]
     if readme is not None:
         link = os.path.relpath(md, readme.parent)
         text = readme.read_text() if readme.is_file() else ""
-        pages.append((readme, text, splice(text, headline(found, cells, link), readme, HEADLINE)))
+        pages.append((readme, text, splice(text, headline(found, cells, link, backends), readme, HEADLINE)))
     if check:
         stale = [path for path, text, new in pages if new != text]
         for path in stale:

@@ -2,6 +2,7 @@
 
 import base64
 import email.utils
+import gzip
 import json
 import os
 import random
@@ -325,6 +326,21 @@ def test_replay_by_hash(tmp_path):
         rc.chat(ask("a"))  # both "a" answers used
     with pytest.raises(LLMError, match="replay miss"):
         rc.chat(ask("b"), temperature=0.9)  # same text, different settings: a different request
+
+
+def test_replay_reads_a_gzipped_transcript_and_records_what_it_answered(tmp_path):
+    """bench/ablation keeps transcripts gzipped; the replay's own transcript counts like the original and shows a
+    call that asked something other than what was recorded (request_hash against answered_from)."""
+    path = record(tmp_path, ["one", "two"], [dict(messages=USER), dict(messages=USER)])
+    gz = tmp_path / "t.jsonl.gz"
+    gz.write_bytes(gzip.compress(path.read_bytes()))
+    rc = ReplayClient(gz, record=tmp_path / "replayed.jsonl")
+    assert [rc.chat(USER).text, rc.chat([{"role": "user", "content": "edited"}]).text] == ["one", "two"]
+    old = [json.loads(line) for line in path.read_text().splitlines()]
+    new = [json.loads(line) for line in (tmp_path / "replayed.jsonl").read_text().splitlines()]
+    assert [r["usage"] for r in new] == [r["usage"] for r in old] and [r["reply"] for r in new] == ["one", "two"]
+    assert [r["request_hash"] == r["answered_from"] for r in new] == [True, False]
+    assert new[1]["messages"][0]["content"] == "edited"
 
 
 def test_parse_json_is_tolerant_but_strict_about_the_schema():
