@@ -25,7 +25,7 @@ import argparse
 import json
 
 import curriculum as CU
-from core import MAX_SUBACTIONS, SHAPING_RANGE, CodeAction, Mode, Plan, Task, api_doc
+from core import MAX_SUBACTIONS, SHAPING_RANGE, CodeAction, Mode, Plan, Task, api_doc, success_in_words
 from critic import Feedback, active_code, apply_feedback, check_feedback, num, rule_based_critique, success_text
 from env import api_for, game_of, get_task, is_crafter
 from envs.crafter_env import SUBTASK_REWARD
@@ -58,6 +58,7 @@ from prompts.planner import (
     SUBTASKS_LONG,
     SUBTASKS_MINEDOJO,
     SUBTASKS_SHORT,
+    SUBTASKS_TEST,
     plan_schema,
 )
 from reference import minedojo_skills, plans, skills
@@ -171,6 +172,7 @@ def plan_messages(task: Task, env_doc: str, feedback: Feedback | None = None,
                                   min_episodes=CU.MIN_EPISODES)
     text = PLAN_PROMPT.format(
         task=task.name, description=task.description, chain=" -> ".join(task.prerequisites) or "none",
+        success=success_in_words(task.success),
         api_doc=env_doc, actions=", ".join(task.actions), max_subactions=MAX_SUBACTIONS, subtasks_rule=rule,
         milestones=", ".join(task.milestones) or "none",
         lo=SHAPING_RANGE[0], hi=SHAPING_RANGE[1], items=", ".join(task.items),
@@ -189,9 +191,11 @@ def _subtasks_rule(task: Task) -> str:
     """What the planner is asked for "subtasks": a chain where the curriculum (Crafter only) reads one."""
     if not is_crafter(task.name):
         return SUBTASKS_MINEDOJO
-    if task.achievement is None:
+    if not task.success:
         return SUBTASKS_BENCHMARK
-    return SUBTASKS_LONG if len(task.prerequisites) >= plans.LONG_CHAIN else SUBTASKS_SHORT
+    if len(task.prerequisites) < plans.LONG_CHAIN:
+        return SUBTASKS_SHORT
+    return SUBTASKS_LONG if task.achievement else SUBTASKS_TEST
 
 
 def _plan_text(plan: Plan, moved: dict[str, str] | None = None) -> str:
@@ -228,7 +232,7 @@ def critic_messages(plan: Plan, code_actions: list[CodeAction], stats: dict, han
         eval_success=num(stats.get("eval_success_rate", 0.0)), eval_length=num(stats.get("eval_mean_length", 0.0)),
         eval_episodes=stats.get("eval_episodes", "?"), decisions=stats.get("decisions", "?"),
         code_actions=_code_action_lines(plan, code_actions, stats),
-        reward_rule=REWARD_TASK if task.achievement else REWARD_GAME,
+        reward_rule=REWARD_TASK if task.success else REWARD_GAME, success=success_in_words(task.success),
         frames_note=FRAMES_NOTE.format(n=n_frames) if n_frames else "",
         max_macro_steps=stats.get("max_macro_steps", "?"),
         variants=VARIANTS_MENU.format(lines=offered) if offered else "",

@@ -115,7 +115,7 @@ def why_missed(r: dict) -> str:
         text = f"curve{unit} peaked at {best[key]:.2f} (env step {best['step']}), ended at {pts[-1][key]:.2f}"
     its = [it for it in r.get("iterations", []) if it.get("train")]
     if its:
-        goal = E.get_task(r["task"]).achievement  # None: no single goal, so no episode counts as a success
+        goal = E.get_task(r["task"]).success  # {}: no single goal, so no episode counts as a success
         what = "training success" + ("" if goal else " (none can succeed: this task has no single goal, so the "
                                      "critic's keep-or-roll-back rule compares 0 with 0)")
         text += f"; {what} per iteration: " + ", ".join(

@@ -47,17 +47,19 @@ def whole_task_program(task_name: str, max_macro_steps: int = 64) -> CodeAction:
     """The task's skills behind one entry, `solve_task(api)`, each guarded so that it never works for
     more than the chain needs (e.g. 5 stone for a stone pickaxe and a furnace, then no more mining)."""
     task = get_task(task_name)
-    goal = task.achievement
-    if goal is None:  # the whole benchmark: survival and every achievement, a program of its own
+    goal = task.achievement  # None for a test of another kind: every step of its chain is then guarded
+    if not task.success:  # the whole benchmark: survival and every achievement, a program of its own
         return CodeAction("solve_task", crafter_program.program_source(),
                           LABEL + "whole-benchmark program for crafter (--mode code, crafter_program.py)",
                           "solve_task")
-    chain = list(task.prerequisites) + [goal]
+    chain = list(task.chain)
     needs: dict[str, int] = {}  # materials the whole chain uses up
     for a in chain:
         verb, _, thing = a.partition("_")
         for item, n in getattr(C, verb, {}).get(thing, {}).get("uses", {}).items():
             needs[item] = needs.get(item, 0) + n
+    for item, n in task.success.get("inventory", {}).items():  # and what the test says to hold
+        needs[item] = max(needs.get(item, 0), n)
     tools = " or ".join(f'inventory["{a[5:]}"] < 1' for a in chain if a.startswith("make_")) or "True"
     iron_tools = " or ".join(f'inventory["{a[5:]}"] < 1' for a in chain if a.startswith("make_iron")) or "True"
     guards = {"place_table": f'api.nearest("table") is None and ({tools})',

@@ -133,9 +133,10 @@ def test_each_iteration_keeps_the_mean_length_and_count_of_the_episodes_that_end
 
 
 def test_a_rows_own_success_field_wins_over_the_achievement():
-    assert A.succeeded({"success": False, "achievement_collect_wood": 1}, "collect_wood") is False
-    assert A.succeeded({"achievement_collect_wood": 1}, "collect_wood") is True
-    assert A.succeeded({"achievement_collect_wood": 0, "achievement_place_table": 1}, "collect_wood") is False
+    wood = E.get_task("collect_wood")
+    assert E.row_success(wood, {"success": False, "achievement_collect_wood": 1}) is False
+    assert E.row_success(wood, {"achievement_collect_wood": 1}) is True
+    assert E.row_success(wood, {"achievement_collect_wood": 0, "achievement_place_table": 1}) is False
 
 
 def test_crafter_result_has_the_score_and_rates_within_the_budget(tmp_path):

@@ -421,8 +421,8 @@ def test_the_critic_reads_training_lengths_and_ends_with_their_n_apart_from_the_
     text = srv.requests[0].json["messages"][-1]["content"]
     assert "training episode length (env steps): mean 25.0 over all 881; the 850 successful ones: mean 15.0" in text
     assert "how the failed training episodes ended (episodes each): of 31: time limit 20, died: zombie 11" in text
-    assert "mean over them, against the units the chain's recipes need): over 850 successful episodes: wood 1.2 " \
-           "(needs 1)" in text
+    assert "against the units the chain's recipes and the success test need): over 850 successful episodes: " \
+           "wood 1.2 (needs 1)" in text
     assert "evaluation, apart from training: success 0.0 and mean length 57.5 env steps over 8 episodes" in text
     assert "- reward per call: mean over calls of the rewards of the call's env steps, summed, not discounted" in text
 
