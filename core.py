@@ -129,7 +129,7 @@ def success_in_words(success: dict) -> str:
         held = " and ".join(f"{n} {item}" for item, n in success["inventory"].items())
         parts.append(f"the inventory holds at least {held}")
     if "survive" in success:
-        parts.append(f"the player is still alive after {success['survive']} steps")
+        parts.append(f"the player is still alive after {success['survive']} env steps of the episode")
     if "game" in success:
         return success["game"]
     if not parts:

@@ -24,12 +24,12 @@ from __future__ import annotations
 import argparse
 import json
 
-import curriculum as CU
+import curriculum
 from core import MAX_SUBACTIONS, SHAPING_RANGE, CodeAction, Mode, Plan, Task, api_doc, success_in_words
 from critic import Feedback, active_code, apply_feedback, check_feedback, num, rule_based_critique, success_text
 from env import api_for, game_of, get_task, is_crafter
 from envs.crafter_env import SUBTASK_REWARD
-from llm import LLMError, LLMReplyError
+from llm import LLMError, LLMReplyError, configured_endpoint
 from prompts.common import REPAIR_PROMPT
 from prompts.critic import (
     CODE_ACTION_LINE,
@@ -168,8 +168,8 @@ def plan_messages(task: Task, env_doc: str, feedback: Feedback | None = None,
     """The planner's messages (prompts/planner.py), filled in; `python slow_agent.py --task T` prints them."""
     rule = _subtasks_rule(task)
     if rule in (SUBTASKS_LONG, SUBTASKS_BENCHMARK):
-        rule += CURRICULUM.format(bonus=SUBTASK_REWARD, threshold=CU.THRESHOLD, window=CU.WINDOW,
-                                  min_episodes=CU.MIN_EPISODES)
+        rule += CURRICULUM.format(bonus=SUBTASK_REWARD, threshold=curriculum.THRESHOLD, window=curriculum.WINDOW,
+                                  min_episodes=curriculum.MIN_EPISODES)
     text = PLAN_PROMPT.format(
         task=task.name, description=task.description, chain=" -> ".join(task.prerequisites) or "none",
         success=success_in_words(task.success),
@@ -327,6 +327,22 @@ class _Recorder:
         raise LLMError("--show-prompt sends nothing")
 
 
+def no_prompt_note(settings: dict) -> str:
+    """What --show-prompt says first when a run with these settings (train.py's llm, llm_url, mode) would send no
+    prompt at all, so that nobody edits prompts/ and expects the reference backend to change; "" otherwise."""
+    llm = settings.get("llm", "auto")
+    if llm == "auto":
+        llm = "http" if settings.get("llm_url") or configured_endpoint() else "reference"
+    if Mode(settings.get("mode", Mode.RLGPT)) is Mode.RL:
+        why = "--mode rl is plain PPO: no agent runs"
+    elif llm == "reference":
+        why = "the reference backend plays the hand-written plans and code of reference/, no LLM"
+    else:
+        return ""
+    return (f"NOTE: a run with these settings sends no prompt at all ({why}), so an edit of prompts/ changes nothing "
+            "in it. Below is what an LLM run (--llm http with an endpoint, or --llm local) would send.")
+
+
 def show_prompts(task: Task, doc: str, settings: dict, hand_written: bool = False) -> str:
     """The planner's, the fast agent's (for the reference plan's first code sub-action) and the critic's
     messages for `task`, as an LLM run with these `settings` (train.py's: total_steps, iterations, num_envs,
@@ -335,7 +351,7 @@ def show_prompts(task: Task, doc: str, settings: dict, hand_written: bool = Fals
     iter_k/stats.json, and every message it sent, with the reply, in llm_transcript.jsonl)."""
     from fast_agent import FastAgent
 
-    rec, out = _Recorder(), []
+    rec, out = _Recorder(), [no_prompt_note(settings)] if no_prompt_note(settings) else []
     plan = Plan.from_dict((plans if is_crafter(task.name) else minedojo_skills).reference_plan(task.name), task)
     sub = plan.code_subactions[0] if plan.code_subactions else None
     first = settings["total_steps"] // settings["iterations"]

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-import env as E
+import env
 import report
 from bench.grid import (
     BUDGETS,
@@ -91,7 +91,7 @@ def curve(eps: list[tuple[int, dict]], cell: Cell) -> list[dict]:
             value = [sum(v > 0 for a, v in row.items() if a.startswith("achievement_")) for row in window]
             points.append({"step": hi, "n": len(window), key: round(float(np.mean(value)), 3) if window else None})
         else:
-            ok = [E.row_success(E.get_task(cell.task), row) for row in window]
+            ok = [env.row_success(env.get_task(cell.task), row) for row in window]
             points.append({"step": hi, "n": len(window), key: round(float(np.mean(ok)), 4) if ok else None})
     return points
 

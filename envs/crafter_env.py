@@ -199,7 +199,8 @@ class CrafterEnv(gym.Env):
         row.update({f"achievement_{k}": v for k, v in self._achievements.items()})
         row = dict(row, seed=self.world_seed, iteration=self.iteration, end=self._end)
         if "inventory" in self.task.success:  # what the test reads (env.row_success); other tasks' rows keep Crafter's
-            row["inventory"] = dict(self._crafter._player.inventory)
+            player = self._crafter._player  # None before the first reset
+            row["inventory"] = dict(player.inventory) if player else {}
         return row
 
     def _death_cause(self, health_before: int) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-import distributed as D
+import distributed
 import train
 from tests.test_train import TINY, history, run_dir
 
@@ -76,10 +76,10 @@ def test_two_ranks_make_one_run_with_identical_weights(runs):
 def test_one_process_never_touches_torch_distributed(monkeypatch):
     for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
         monkeypatch.delenv(var, raising=False)
-    assert D.init_distributed("cpu") == (0, 1, "cpu")
+    assert distributed.init_distributed("cpu") == (0, 1, "cpu")
     assert not torch.distributed.is_initialized()
     obj = {"plan": [1, 2]}
-    assert D.broadcast(obj) is obj and D.all_gather([3, 4]) == [3, 4]
+    assert distributed.broadcast(obj) is obj and distributed.all_gather([3, 4]) == [3, 4]
 
 
 @pytest.mark.parametrize("world", ["1", "2"])

@@ -20,7 +20,7 @@ import crafter.constants as C
 import numpy as np
 import pytest
 
-import env as E
+from env import CRAFTER_IMPLS, make_env
 from envs import crafter_api, fastcrafter
 
 SEEDS = range(10)
@@ -221,7 +221,7 @@ def test_shading_is_crafters_light_noise_and_sleep():
 
 
 def test_env_py_runs_either_implementation_alike():
-    envs = [E.make_env("collect_wood", 5, crafter_impl=impl) for impl in E.CRAFTER_IMPLS]
+    envs = [make_env("collect_wood", 5, crafter_impl=impl) for impl in CRAFTER_IMPLS]
     assert type(envs[0].unwrapped._crafter) is fastcrafter.Env
     assert type(envs[1].unwrapped._crafter) is crafter.Env
     obs = [env.reset(seed=5)[0] for env in envs]
@@ -231,7 +231,7 @@ def test_env_py_runs_either_implementation_alike():
         assert np.array_equal(obs[0]["image"], obs[1]["image"]) and out[0][1:4] == out[1][1:4], t
     assert crafter.engine.World.reset.__module__ == "crafter.engine", "crafter must not be patched globally"
     with pytest.raises(ValueError, match="crafter_impl"):
-        E.make_env("collect_wood", 0, crafter_impl="nope")
+        make_env("collect_wood", 0, crafter_impl="nope")
     # the api's view on each: fastcrafter names the cells from slices of its maps, crafter one lookup per cell
     views = [crafter_api.view_names(env.unwrapped._crafter) for env in envs]
     assert views[0] == views[1] and views[0][3][4] == "player"
@@ -240,7 +240,7 @@ def test_env_py_runs_either_implementation_alike():
 
 
 def test_the_views_names_from_slices_are_the_cell_by_cell_names_everywhere_the_edges_included():
-    env = E.make_env("collect_wood", 0)
+    env = make_env("collect_wood", 0)
     env.reset(seed=3)
     world = env.unwrapped._crafter._world
     world.add(crafter.objects.Cow(world, (10, 1)))
