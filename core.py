@@ -122,6 +122,8 @@ def succeeded(success: dict, achievements: Mapping[str, int], inventory: Mapping
 
 def success_in_words(success: dict) -> str:
     """The test in words, as the planner and the critic read it (one clause per part)."""
+    if "game" in success:
+        return success["game"]
     parts = []
     if "achievement" in success:
         parts.append(f"the achievement {success['achievement']} is unlocked")
@@ -130,8 +132,6 @@ def success_in_words(success: dict) -> str:
         parts.append(f"the inventory holds at least {held}")
     if "survive" in success:
         parts.append(f"the player is still alive after {success['survive']} env steps of the episode")
-    if "game" in success:
-        return success["game"]
     if not parts:
         return "no single goal, so no episode counts as a success (the game's own score measures the run)"
     return " and ".join(parts) + " (checked after every step; the episode ends as soon as it holds)"

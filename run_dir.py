@@ -363,15 +363,8 @@ def record_iteration(run: Run, state: LoopState, critic_stats: dict, ev: dict, s
                f"eval success {ev['success_rate']:.2f} (n={critic_stats['eval_episodes']})")
 
 
-def waiting(run: Run, text: str) -> None:
-    """Say what the run waits for when it waits on an LLM (a call can take minutes); the reference answers at once."""
-    if run.llm is not None:
-        tqdm.write(text)
-
-
 def record_feedback(run: Run, state: LoopState, iteration: int, feedback) -> None:
-    """The critic's decision: the loop state's feedback for the next plan, iter_k/feedback.json, its summary and
-    one line per decided change in the log."""
+    """The critic's decision: the feedback the next plan reads, iter_k/feedback.json and the log's lines."""
     state.feedback = feedback.to_dict()
     (run.dir / f"iter_{iteration}" / "feedback.json").write_text(json.dumps(feedback.to_dict(), indent=2))
     tqdm.write(f"[iter {iteration}] critic: {feedback.summary}")

@@ -142,7 +142,7 @@ def agents_phase(args: Args, run: Run, slow: SlowAgent, fast: FastAgent, action_
             if state.rolled_back:  # the critic's change was rolled back: train that plan again
                 state.rolled_back, plan = False, previous
             else:
-                run_dir.waiting(run, f"[iter {it + 1}] asking the slow agent for a plan ...")
+                run.waiting(f"[iter {it + 1}] asking the slow agent for a plan ...")
                 plan = slow.plan(run.task, doc, feedback=feedback, previous=previous)
         except (LLMError, AgentError) as e:
             if previous is None:
@@ -171,7 +171,7 @@ def agents_phase(args: Args, run: Run, slow: SlowAgent, fast: FastAgent, action_
                                                               it + 1, slow.hand_written)):
             state.reused = state.reused + [sub.name]
         else:
-            run_dir.waiting(run, f"[iter {it + 1}] asking the fast agent to write {sub.name!r} ...")
+            run.waiting(f"[iter {it + 1}] asking the fast agent to write {sub.name!r} ...")
             examples = run.skill_library.related(f"{args.task} {sub.name} {sub.spec}") if run.skill_library else None
             current = action_set.current(sub.name)
             action = fast.write(sub, doc, feedback=fix, examples=examples, current=current,
@@ -260,7 +260,7 @@ def train_iteration(args: Args, run: Run, ppo: PPO, action_set: ActionSet, state
     frames = report.png_frames(ev["failed_frames"]) if args.vision else None
     active = [a for a in action_set.actions if a.name in action_set.active.values()]
     try:
-        run_dir.waiting(run, f"[iter {it + 1}] asking the critic ...")
+        run.waiting(f"[iter {it + 1}] asking the critic ...")
         feedback = run.slow.critique(plan, active, critic_stats, frames)
     except (LLMError, AgentError) as e:
         tqdm.write(f"[iter {it + 1}] the critic failed ({e}); the next plan goes without feedback")

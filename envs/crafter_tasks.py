@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from collections import Counter
 
-import crafter.constants as C
+from crafter import constants
 
 from core import Task, success_problems, unknown_task
 
-ACTIONS: list[str] = list(C.actions)  # Crafter's 17 primitive actions, index = action id
-ITEMS: list[str] = list(C.items)  # the 16 inventory entries, in observation order
-ACHIEVEMENTS: list[str] = list(C.achievements)  # the 22 achievements of the benchmark
+ACTIONS: list[str] = list(constants.actions)  # Crafter's 17 primitive actions, index = action id
+ITEMS: list[str] = list(constants.items)  # the 16 inventory entries, in observation order
+ACHIEVEMENTS: list[str] = list(constants.achievements)  # the 22 achievements of the benchmark
 CREATURES = ["cow", "zombie", "skeleton", "arrow", "plant", "ripe_plant"]  # named in the view over their cell
-CELLS: list[str] = list(C.materials) + CREATURES  # what CrafterAPI.view() can name (besides player, unknown)
+CELLS: list[str] = list(constants.materials) + CREATURES  # what CrafterAPI.view() can name (besides player, unknown)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -28,7 +28,7 @@ CELLS: list[str] = list(C.materials) + CREATURES  # what CrafterAPI.view() can n
 def _rule(kind: str, name: str) -> str:
     """Crafter's rule for collecting, placing or making a thing, read from its data.yaml (crafter.constants)
     so the prompts never drift from the game: task descriptions and the API doc's table share it."""
-    r = getattr(C, kind)[name]
+    r = getattr(constants, kind)[name]
     if kind == "collect":
         text = f"needs {_count(r['require']) + ' (kept)' if r['require'] else 'nothing'}; gives {_count(r['receive'])}"
         text += f" with probability {r['probability']}" if "probability" in r else ""
@@ -40,7 +40,7 @@ def _rule(kind: str, name: str) -> str:
 
 def source_of(item: str) -> str | None:
     """The cell that `do` collects `item` from (wood: tree, drink: water, stone: stone), or None."""
-    return next((cell for cell, rule in C.collect.items() if item in rule["receive"]), None)
+    return next((cell for cell, rule in constants.collect.items() if item in rule["receive"]), None)
 
 
 def gained(achievement: str) -> str | None:
@@ -60,9 +60,9 @@ def chain_uses(achievements: tuple[str, ...]) -> dict[str, int]:
     for a in achievements:
         verb, _, thing = a.partition("_")
         if verb in ("place", "make"):
-            uses.update(getattr(C, verb)[thing]["uses"])
+            uses.update(getattr(constants, verb)[thing]["uses"])
         elif verb == "collect" and (source := source_of(thing)):
-            for tool, n in C.collect[source]["require"].items():
+            for tool, n in constants.collect[source]["require"].items():
                 uses[tool] = max(uses[tool], n)
     if achievements and (last := gained(achievements[-1])):
         uses[last] = max(uses[last], 1)
@@ -87,7 +87,8 @@ def recipe_table() -> str:
     verbs = {"collect": "`do` facing", "place": "place", "make": "make"}
     return "\n".join(["Recipes (Crafter's data.yaml; \"nearby\" is the 3x3 square around the player, diagonals "
                       "included; inventory counts are capped at 9):"]
-                     + [f"- {verbs[kind]} {name}: {_rule(kind, name)}" for kind in verbs for name in getattr(C, kind)])
+                     + [f"- {verbs[kind]} {name}: {_rule(kind, name)}"
+                        for kind in verbs for name in getattr(constants, kind)])
 
 
 # ----------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-import crafter.constants as C
+from crafter import constants
 
 from core import CodeAction
 from env import get_task
@@ -56,7 +56,7 @@ def whole_task_program(task_name: str, max_macro_steps: int = 64) -> CodeAction:
     needs: dict[str, int] = {}  # materials the whole chain uses up
     for a in chain:
         verb, _, thing = a.partition("_")
-        for item, n in getattr(C, verb, {}).get(thing, {}).get("uses", {}).items():
+        for item, n in getattr(constants, verb, {}).get(thing, {}).get("uses", {}).items():
             needs[item] = needs.get(item, 0) + n
     for item, n in task.success.get("inventory", {}).items():  # and what the test says to hold
         needs[item] = max(needs.get(item, 0), n)
@@ -65,7 +65,7 @@ def whole_task_program(task_name: str, max_macro_steps: int = 64) -> CodeAction:
     guards = {"place_table": f'api.nearest("table") is None and ({tools})',
               "place_furnace": f'api.nearest("furnace") is None and ({iron_tools})', **SURVIVAL}
     for a in chain:
-        if a.startswith("collect_") and a[8:] in C.items:
+        if a.startswith("collect_") and a[8:] in constants.items:
             guards[a] = f'inventory["{a[8:]}"] < {max(1, needs.get(a[8:], 0))}'
         elif a.startswith("make_"):
             guards[a] = f'inventory["{a[5:]}"] < 1'

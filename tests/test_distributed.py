@@ -86,7 +86,7 @@ def test_one_process_never_touches_torch_distributed(monkeypatch):
 def test_a_rank_ends_with_its_code_and_its_output_flushed(world):
     """Under torchrun a rank leaves by os._exit (gloo's threads can abort the interpreter's teardown): its
     exit code and its buffered output must still come out; a plain process exits as usual."""
-    code = "import distributed as D\nprint('done', end='')\nD.end_process(3)\n"
+    code = "import distributed\nprint('done', end='')\ndistributed.end_process(3)\n"
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "PYTHONUNBUFFERED")}
     env["WORLD_SIZE"] = world  # and stdout a pipe, so block-buffered: lost to os._exit unless flushed
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env=env)

@@ -16,16 +16,16 @@ import multiprocessing
 import os
 
 import crafter
-import crafter.constants as C
 import numpy as np
 import pytest
+from crafter import constants
 
 from env import CRAFTER_IMPLS, make_env
 from envs import crafter_api, fastcrafter
 
 SEEDS = range(10)
 STEPS = 1000
-A = {name: i for i, name in enumerate(C.actions)}
+A = {name: i for i, name in enumerate(constants.actions)}
 
 
 class _InsertionOrdered(dict):
@@ -93,12 +93,12 @@ def gatherer(env, rng: np.random.Generator) -> int:
         return A["do"]
     if "table" in nearby:
         for tool in ("wood_pickaxe", "wood_sword", "stone_pickaxe", "stone_sword"):
-            if not inv[tool] and all(inv[k] >= n for k, n in C.make[tool]["uses"].items()):
+            if not inv[tool] and all(inv[k] >= n for k, n in constants.make[tool]["uses"].items()):
                 return A["make_" + tool]
     place = {"table": "table" not in nearby, "furnace": "table" in nearby and "furnace" not in nearby,
              "plant": True, "stone": inv["stone"] > 6}
     for item, wanted in place.items():
-        info = C.place[item]
+        info = constants.place[item]
         if wanted and material in info["where"] and all(inv[k] >= n for k, n in info["uses"].items()):
             return A["place_" + item]
     wants = {"tree": inv["wood"] < 6, "stone": inv["wood_pickaxe"] > 0 and inv["stone"] < 8,
@@ -112,7 +112,7 @@ def gatherer(env, rng: np.random.Generator) -> int:
 
 
 def random_policy(env, rng: np.random.Generator) -> int:
-    return int(rng.integers(len(C.actions)))
+    return int(rng.integers(len(constants.actions)))
 
 
 POLICIES = {"random": random_policy, "gatherer": gatherer}
@@ -136,7 +136,7 @@ def trajectory(env, seed: int, policy: str, steps: int = STEPS) -> tuple[list[di
     for t in range(steps):
         action = POLICIES[policy](env, rng)
         out = env.step(action)
-        rows.append(dict(_digest(out), t=t, action=C.actions[action]))
+        rows.append(dict(_digest(out), t=t, action=constants.actions[action]))
         seen["night"] += env._world.daylight < 0.5
         seen["asleep"] += env._player.sleeping
         if t % 97 == 0:
@@ -191,7 +191,7 @@ def test_time_limit_reset_mid_episode_and_options(reference):
     for episode in range(3):
         assert np.array_equal(ref.reset(), fast.reset())
         for t in range(40 if episode != 1 else 17):  # episode 1 is cut short by a reset
-            action = int(rng.integers(len(C.actions)))
+            action = int(rng.integers(len(constants.actions)))
             want, got = ref.step(action), fast.step(action)
             assert_same(want, got, f"at step {t} of episode {episode}")
             assert bool(want[2]) == (t == 39 or want[3]["discount"] == 0)
@@ -326,7 +326,7 @@ def arrows(env):
 def full_inventory(env):
     """Every item at its cap (9), then actions that would go past it: chopping, making, placing."""
     px, py = _clearing(env)
-    env._player.inventory.update({name: info["max"] for name, info in C.items.items()})
+    env._player.inventory.update({name: info["max"] for name, info in constants.items.items()})
     env._world[(px, py + 1)] = "tree"
     env._world[(px + 1, py)] = "table"
     for name in ("do", "make_wood_pickaxe", "make_stone_sword", "do", "place_stone", "noop"):
