@@ -18,9 +18,9 @@ from pathlib import Path
 
 import torch
 
-import env as E
-import ppo as P
-import skill_library as SL
+import env
+import ppo
+import skill_library
 from core import Mode
 from envs import minedojo_env
 from llm import LLMError, configured_endpoint, validate_url
@@ -74,7 +74,7 @@ def given_flags(argv: list[str] | None, *settings: type) -> set[str]:
     return {name for name, value in vars(parser.parse_args(argv)).items() if value is not unset}
 
 
-def resumed_args(args, cfg: P.PPOConfig, argv: list[str] | None,
+def resumed_args(args, cfg: ppo.PPOConfig, argv: list[str] | None,
                  parser: argparse.ArgumentParser) -> tuple:
     """The saved run's settings, updated by the flags given now: those in RESUMABLE (a new endpoint,
     model or larger budget) replace the saved ones; any other flag must repeat its saved value."""
@@ -84,7 +84,7 @@ def resumed_args(args, cfg: P.PPOConfig, argv: list[str] | None,
     saved = json.loads(cfg_path.read_text())
     Args = type(args)  # train.Args, passed in (this module does not import train.py)
     unknown = sorted({*(set(saved["args"]) - {f.name for f in dataclasses.fields(Args)}),
-                      *(set(saved["ppo"]) - {f.name for f in dataclasses.fields(P.PPOConfig)})})
+                      *(set(saved["ppo"]) - {f.name for f in dataclasses.fields(ppo.PPOConfig)})})
     if unknown:
         parser.error(f"--resume {args.resume}: its config.json has settings this version does not know "
                      f"({', '.join(unknown)}): it was written by another version of train.py; start a new run")
@@ -106,15 +106,15 @@ def resumed_args(args, cfg: P.PPOConfig, argv: list[str] | None,
     changed = {n: now[n] for n in sorted(given & RESUMABLE - {"resume"}) if now[n] != old.get(n)}
     if changed:
         print("resuming with " + ", ".join(f"{flag(n)} {v} (was {old.get(n)})" for n, v in changed.items()))
-    return Args(**{**saved["args"], **changed, "resume": args.resume}), P.PPOConfig(**saved["ppo"])
+    return Args(**{**saved["args"], **changed, "resume": args.resume}), ppo.PPOConfig(**saved["ppo"])
 
 
-def validate(args, cfg: P.PPOConfig, parser: argparse.ArgumentParser) -> None:
+def validate(args, cfg: ppo.PPOConfig, parser: argparse.ArgumentParser) -> None:
     """Bad input ends here with exit code 2 and a sentence, never with a traceback later."""
     if args.llm == "library":  # the old spelling of --llm reference, as given or in a saved run's config.json
         args.llm = "reference"
-    if cfg.precision not in P.PRECISIONS:
-        parser.error(f"--precision must be one of {P.PRECISIONS}, not {cfg.precision!r}")
+    if cfg.precision not in ppo.PRECISIONS:
+        parser.error(f"--precision must be one of {ppo.PRECISIONS}, not {cfg.precision!r}")
     if args.mode not in MODES:
         parser.error(f"--mode must be one of {MODES}, not {args.mode!r}")
     if args.llm not in BACKENDS and not args.llm.startswith("replay:"):
@@ -136,7 +136,7 @@ def validate(args, cfg: P.PPOConfig, parser: argparse.ArgumentParser) -> None:
         parser.error(f"--seed must be 0 or more, not {args.seed}")
     if args.num_envs % int(os.environ.get("WORLD_SIZE", 1)):
         parser.error(f"--num-envs {args.num_envs} does not split evenly over {os.environ['WORLD_SIZE']} ranks")
-    skills_dir = SL.library_path(args.skills, args.runs_dir)
+    skills_dir = skill_library.library_path(args.skills, args.runs_dir)
     if skills_dir is not None and args.mode == Mode.RLGPT:
         if args.run_name and (Path(args.runs_dir) / args.run_name).resolve() == skills_dir.resolve():
             parser.error(f"--run-name {args.run_name}: that is the skill library's directory; pick another")
@@ -145,15 +145,15 @@ def validate(args, cfg: P.PPOConfig, parser: argparse.ArgumentParser) -> None:
         if not (existing.is_dir() and os.access(existing, os.W_OK)):
             parser.error(f"--skills {skills_dir}: cannot use it as the skill library directory "
                          f"({existing} is not a writable directory)")
-    if args.crafter_impl not in E.CRAFTER_IMPLS:
-        parser.error(f"--crafter-impl must be one of {E.CRAFTER_IMPLS}, not {args.crafter_impl!r}")
+    if args.crafter_impl not in env.CRAFTER_IMPLS:
+        parser.error(f"--crafter-impl must be one of {env.CRAFTER_IMPLS}, not {args.crafter_impl!r}")
     if args.device not in ("auto", "cpu", "cuda"):
         parser.error(f"--device must be auto, cpu or cuda, not {args.device!r}")
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: no CUDA device is visible to torch")
-    if not E.is_crafter(args.task):
+    if not env.is_crafter(args.task):
         try:
-            E.make_env(args.task).close()
+            env.make_env(args.task).close()
         except (ImportError, ValueError) as e:  # ValueError: a task id MineDojo does not know
             parser.error(str(e))
         reference = args.llm == "reference" or (args.llm == "auto" and not url)
@@ -162,7 +162,7 @@ def validate(args, cfg: P.PPOConfig, parser: argparse.ArgumentParser) -> None:
                          f"{args.task} needs an LLM (--llm http) or --mode rl")
     else:
         try:
-            E.get_task(args.task)
+            env.get_task(args.task)
         except ValueError as e:
             parser.error(str(e))
 

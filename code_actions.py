@@ -16,11 +16,11 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-import distributed as D
-import env as E
-import ppo as P
-from core import SubAction
+import distributed
+from core import SubAction, success_in_words
+from env import EVAL, CodeAction, get_task, is_crafter, make_env, set_vec_code_actions
 from policy import Agent
+from ppo import PPO, step_info
 from prompts.common import CALL_ENDS
 from reference import skills
 from run_state import Run
@@ -31,14 +31,19 @@ from run_state import Run
 
 @dataclass
 class ActionSet:
-    actions: list[E.CodeAction] = field(default_factory=list)
+    actions: list[CodeAction] = field(default_factory=list)
     active: dict[str, str] = field(default_factory=dict)  # sub-action name -> code action name in use
 
-    def current(self, sub: str) -> E.CodeAction | None:
+    def keep_only(self, subs: set[str]) -> None:
+        """The plan moved every other sub-action to RL: its code action is masked from now on (never deleted)."""
+        for name in [n for n in self.active if n not in subs]:
+            self.active.pop(name)
+
+    def current(self, sub: str) -> CodeAction | None:
         """The code action in use for sub-action `sub`, if any."""
         return next((a for a in self.actions if a.name == self.active.get(sub)), None)
 
-    def add(self, sub: str, action: E.CodeAction, initiation: dict | None = None) -> E.CodeAction:
+    def add(self, sub: str, action: CodeAction, initiation: dict | None = None) -> CodeAction:
         """A rewritten sub-action gets a new versioned name; its old version stays, masked. `initiation` (the
         plan's, for this sub-action) is part of the code action: a new one alone makes a new version."""
         action = dataclasses.replace(action, initiation=dict(initiation or {}))
@@ -77,7 +82,7 @@ class ActionSet:
         return ", ".join(n + (" (hand-written, not LLM output)" if n in labelled else "") for n in names) or "none"
 
 
-def reuse_skill(skill_library, name: str, check, iteration: int, hand_written: bool) -> E.CodeAction | None:
+def reuse_skill(skill_library, name: str, check, iteration: int, hand_written: bool) -> CodeAction | None:
     """The plan said "reuse": the skill library's best version of `name`, through `check` (the fast agent's
     sandbox check and dry run, as for new code); None if it fails them, no skill library is in use, or it is
     hand-written and `hand_written` does not allow that (then the fast agent writes the sub-action after all)."""
@@ -112,7 +117,7 @@ class CodeStats:
     def __call__(self, actions: np.ndarray, infos: dict) -> None:
         n = len(actions)
         self.decisions += n
-        which, ok, steps, reward, err, end = (P.step_info(infos, k, d, n) for k, d in (
+        which, ok, steps, reward, err, end = (step_info(infos, k, d, n) for k, d in (
             ("code_action", -1), ("code_ok", False), ("prim_steps", 1), ("code_reward", 0.0), ("code_error", ""),
             ("code_end", "")))
         for i in np.flatnonzero(which >= 0):
@@ -140,7 +145,7 @@ class CodeStats:
         """Every rank's counts summed and episodes joined, as a copy (this rank's own stay as they are):
         what a checkpoint keeps."""
         decisions, rows, episodes = 0, {}, []
-        for d, rs, eps in D.all_gather([(self.decisions, self.rows, self.episodes)]):
+        for d, rs, eps in distributed.all_gather([(self.decisions, self.rows, self.episodes)]):
             decisions += d
             episodes += eps
             for name, r in rs.items():
@@ -175,15 +180,15 @@ def evaluate(agent: Agent, args, action_set: ActionSet, mask: np.ndarray, iterat
     """Fresh worlds from the evaluation seed stream (training never plays them), the sampled policy;
     returns Crafter rows of the episodes, the frames of the first episode (for the GIF) and of the
     first failed one (for a vision critic)."""
-    options = {"stream": E.EVAL, "index": iteration} if E.is_crafter(args.task) else {}
-    env = E.make_env(args.task, args.seed, code_actions=action_set.actions, max_macro_steps=args.max_macro_steps,
-                     gamma=gamma, crafter_impl=args.crafter_impl, **options)
+    options = {"stream": EVAL, "index": iteration} if is_crafter(args.task) else {}
+    env = make_env(args.task, args.seed, code_actions=action_set.actions, max_macro_steps=args.max_macro_steps,
+                   gamma=gamma, crafter_impl=args.crafter_impl, **options)
     env.unwrapped.frames = []
     env.unwrapped.iteration = iteration + 1  # 1-based, as iter_1/ and the log
     device = next(agent.parameters()).device
     results, rows, first_frames, failed_frames = [], [], None, None
     for ep in range(args.eval_episodes):
-        seed = None if E.is_crafter(args.task) else 10_000_000 + 1000 * args.seed + 100 * iteration + ep
+        seed = None if is_crafter(args.task) else 10_000_000 + 1000 * args.seed + 100 * iteration + ep
         obs, info = env.reset(seed=seed)
         done = False
         while not done:
@@ -198,7 +203,7 @@ def evaluate(agent: Agent, args, action_set: ActionSet, mask: np.ndarray, iterat
             obs, _, terminated, truncated, info = env.step(action)
             done = terminated or truncated
         results.append(info["episode"])
-        if E.is_crafter(args.task):
+        if is_crafter(args.task):
             rows.append(env.unwrapped.stats_row())
         first_frames = first_frames or list(env.unwrapped.frames)
         if not info["episode"]["success"] and failed_frames is None:
@@ -211,7 +216,7 @@ def evaluate(agent: Agent, args, action_set: ActionSet, mask: np.ndarray, iterat
             "frames": first_frames or [], "failed_frames": failed_frames or []}
 
 
-def run_program(run: Run, ppo: P.PPO, action: int, steps: int, on_step, progress, on_log, on_update) -> dict:
+def run_program(run: Run, ppo: PPO, action: int, steps: int, on_step, progress, on_log, on_update) -> dict:
     """--mode code: every decision calls the one program, on the run's envs (reset once, when first
     used); the same budget, step count and statistics as PPO, logged every num_steps vector steps."""
     envs, log_every = run.envs, ppo.cfg.num_steps
@@ -222,7 +227,7 @@ def run_program(run: Run, ppo: P.PPO, action: int, steps: int, on_step, progress
     while ppo.global_step - start < steps:
         actions = np.full(envs.num_envs, action)
         _, _, _, _, infos = envs.step(actions)
-        n = D.sum_over_ranks(int(P.step_info(infos, "prim_steps", 1, len(actions)).sum()))
+        n = distributed.sum_over_ranks(int(step_info(infos, "prim_steps", 1, len(actions)).sum()))
         ppo.global_step += n
         vector_steps += 1
         on_step(actions, infos)
@@ -231,7 +236,7 @@ def run_program(run: Run, ppo: P.PPO, action: int, steps: int, on_step, progress
         if "episode" in final:
             episodes += [bool(final["episode"]["success"][i]) for i in np.flatnonzero(final["_episode"])]
         if vector_steps % log_every == 0 or ppo.global_step - start >= steps:
-            episodes[logged:] = D.all_gather(episodes[logged:])
+            episodes[logged:] = distributed.all_gather(episodes[logged:])
             if len(episodes) > logged:
                 on_log({"charts/success_rate": float(np.mean(episodes[logged:])),
                         "charts/success_episodes": len(episodes) - logged}, ppo.global_step)
@@ -243,18 +248,18 @@ def run_program(run: Run, ppo: P.PPO, action: int, steps: int, on_step, progress
 
 def whole_task_subaction(task_name: str, max_macro_steps: int) -> SubAction:
     """--mode code's one sub-action: the whole task as one routine, called on every decision."""
-    task = E.get_task(task_name)
+    task = get_task(task_name)
     chain = ", ".join(task.prerequisites) or "none"
     return SubAction(
         name="solve_task", how="code", reason="--mode code: the pure code-as-policy baseline",
-        spec=f"Solve the whole task: {task.description} What is usually "
-             f"needed first, in order: {chain}. The function is called again and again until the episode "
+        spec=f"Solve the whole task: {task.description} Success test: {success_in_words(task.success)}. What "
+             f"is usually needed first, in order: {chain}. The function is called again and again until the episode "
              f"ends; one call may take at most {max_macro_steps} env steps, so each call does the next step "
              "the inventory and the view allow (e.g. walk to a tree and collect one wood, or place the table; "
              "explore when nothing useful is visible), then returns: True if it made progress, else False.")
 
 
-def grow_actions(ppo: P.PPO, envs, action_set: ActionSet, n_base: int, mask: np.ndarray) -> None:
+def grow_actions(ppo: PPO, envs, action_set: ActionSet, n_base: int, mask: np.ndarray) -> None:
     """New code actions join the agent (Agent.extend) and the run's envs (in place, no reset). A rewrite
     (v2) starts from the logit row of the version it replaces; a new action's prior is taken over the
     actions `mask` (this iteration's, over every action the action set holds) allows."""
@@ -267,4 +272,4 @@ def grow_actions(ppo: P.PPO, envs, action_set: ActionSet, n_base: int, mask: np.
                  for a in action_set.actions[-grow:]]
     agent.extend(grow, prior=ppo.cfg.new_action_prior, obs=ppo.next_obs, mask=mask[:agent.n_actions],
                  copy_from=copy_from, gap=ppo.cfg.code_priority)
-    E.set_vec_code_actions(envs, action_set.actions)
+    set_vec_code_actions(envs, action_set.actions)

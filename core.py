@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from time import perf_counter
@@ -58,14 +59,82 @@ class Task:
     and what ends an episode."""
 
     name: str  # as the user types it: `collect_wood`, `minedojo:harvest_log`
-    achievement: str | None  # what success means: a Crafter achievement, or a MineDojo item; None: the benchmark
+    success: dict = field(hash=False)  # the task's success test (see `succeeded`); {}: no single goal (the benchmark)
     max_steps: int  # primitive steps before the episode is truncated
-    prerequisites: tuple[str, ...]  # what is normally done first, in order (the task planner's chain)
+    prerequisites: tuple[str, ...]  # the milestones normally reached first, in order (the task planner's chain)
     description: str
     actions: tuple[str, ...] = ()  # the backend's base action names, index = action id
     items: tuple[str, ...] = ()  # the inventory entries of the backend's observation (the shaping menu)
     milestones: tuple[str, ...] = ()  # what a sub-task of the plan's chain may be: each has its own success test
     cells: tuple[str, ...] = ()  # what the API's view can name (an initiation's "in_view"); () for a game without one
+
+    @property
+    def achievement(self) -> str | None:
+        """The one achievement whose unlocking is the test, for a task of that kind (collect_wood); else None."""
+        return self.success.get("achievement")
+
+    @property
+    def chain(self) -> tuple[str, ...]:
+        """The milestones in order, the test's own achievement last where it has one: what the reference plans
+        walk and the curriculum's sub-tasks come from."""
+        return self.prerequisites + ((self.achievement,) if self.achievement else ())
+
+
+# A success test is data, one short entry per task, every part optional, all of them required:
+#   {"achievement": "collect_wood"}             the achievement is unlocked in the episode
+#   {"inventory": {"stone": 3}}                  the inventory holds at least that many of each item
+#   {"survive": 500}                             the player is alive after that many steps
+#   {"game": "<the test in words>"}              the game's own check decides (a MineDojo task outside the table)
+# {} is no test at all (Crafter's whole benchmark): no episode succeeds, the game's score measures it.
+SUCCESS_KEYS = ("achievement", "inventory", "survive", "game")
+
+
+def success_problems(success: dict, achievements: tuple[str, ...], items: tuple[str, ...]) -> list[str]:
+    """What is wrong with a success test, given the game's achievements and inventory items: a typo in a
+    task entry must fail at import, not silently never succeed."""
+    out = [f"unknown success key {k!r}; known: {list(SUCCESS_KEYS)}" for k in success if k not in SUCCESS_KEYS]
+    if "achievement" in success and success["achievement"] not in achievements:
+        out.append(f"success achievement {success['achievement']!r} is not one of {list(achievements)}")
+    for item, n in success.get("inventory", {}).items():
+        if item not in items or isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            out.append(f"success inventory {item!r}: {n!r} must be a known item ({list(items)}) held >= 1 times")
+    if "survive" in success and (isinstance(success["survive"], bool) or not isinstance(success["survive"], int)
+                                 or success["survive"] < 1):
+        out.append(f"success survive {success['survive']!r} must be a whole number of steps >= 1")
+    return out
+
+
+def succeeded(success: dict, achievements: Mapping[str, int], inventory: Mapping[str, int], length: int,
+              alive: bool) -> bool:
+    """The one evaluation of a success test (see SUCCESS_KEYS), over an episode's state: achievements unlocked
+    (name -> count), the inventory (item -> count), steps played and whether the player is alive. The env
+    calls it every step, and every table, statistic and result judges a finished episode by it (env.row_success)."""
+    if not success:
+        return False
+    if "game" in success:
+        raise ValueError(f"this task's success is the game's own check ({success['game']}), not evaluated here")
+    if "achievement" in success and achievements.get(success["achievement"], 0) < 1:
+        return False
+    if any(inventory.get(item, 0) < n for item, n in success.get("inventory", {}).items()):
+        return False
+    return "survive" not in success or (alive and length >= success["survive"])
+
+
+def success_in_words(success: dict) -> str:
+    """The test in words, as the planner and the critic read it (one clause per part)."""
+    if "game" in success:
+        return success["game"]
+    parts = []
+    if "achievement" in success:
+        parts.append(f"the achievement {success['achievement']} is unlocked")
+    if success.get("inventory"):
+        held = " and ".join(f"{n} {item}" for item, n in success["inventory"].items())
+        parts.append(f"the inventory holds at least {held}")
+    if "survive" in success:
+        parts.append(f"the player is still alive after {success['survive']} env steps of the episode")
+    if not parts:
+        return "no single goal, so no episode counts as a success (the game's own score measures the run)"
+    return " and ".join(parts) + " (checked after every step; the episode ends as soon as it holds)"
 
 
 def unknown_task(name: str, known: list[str], listing: str) -> ValueError:

@@ -221,7 +221,7 @@ RARE = 0.1
 DEATH_SHARE = 0.25
 METERS = {"thirst": ("collect_drink", "drink"), "hunger": ("eat_cow", "food"), "fatigue": ("wake_up", "energy")}
 METER_SHAPING = 0.1  # reward per unit of the meter regained, as the plan's shaping of an item gained
-# Successful episodes that gather a shaped item at more than this many times what the task's chain needs,
+# Successful episodes that gather a shaped item at more than this many times what the task needs (evidence.gathered),
 # with a code action that gathers it in use, were spent collecting reward instead of finishing: the shaping
 # (meant to guide RL's search) pays for each call of the code action, and longer episodes die more often.
 OVER_GATHER = 1.5
@@ -337,14 +337,14 @@ def _act_on_deaths(plan: Plan, ends: dict, lists: tuple, notes: list[str]) -> No
 
 
 def _over_gathered(gathered: dict, active: dict) -> dict[str, str]:
-    """The chain's items that the successful episodes gathered at over OVER_GATHER times what the chain needs
+    """The chain's items that the successful episodes gathered at over OVER_GATHER times what the task needs
     (evidence.gathered) while a code action in use gathers them, each with the evidence in words: shaping
     such an item pays the RL agent for calling that code action again instead of finishing."""
     k, over = gathered.get("successes", 0), {}
     for item, g in (gathered.get("items") or {}).items() if k >= MIN_SUCCESSES else ():
         skill = skills.STEPS.get(g["by"], (None, ""))[1]
         if skill in active and g["mean"] > OVER_GATHER * g["uses"]:
-            over[item] = (f"{k} successful episodes gathered {num(g['mean'])} on average where the task's chain "
+            over[item] = (f"{k} successful episodes gathered {num(g['mean'])} on average where the task "
                           f"needs {g['uses']}; shaping it pays the RL agent for calling {skill} again instead of "
                           "finishing")
     return over

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-import distributed as D
+import distributed
 from core import Mode, Plan
 from run_state import LoopState
 
@@ -45,7 +45,7 @@ class Curriculum:
 
     def update(self, global_step: int) -> str | None:
         """At a rollout boundary (every rank, in step): record every rank's episodes, maybe move on."""
-        self.record(D.all_gather(self.pending))
+        self.record(distributed.all_gather(self.pending))
         self.pending = []
         return self.advance(global_step)
 

@@ -1,6 +1,6 @@
 """Environments for RL-GPT: every backend's envs, with code actions as extra discrete (macro) actions.
 
-    python env.py --list                                   # every task, with its step limit
+    python env.py --list                                   # every task, with its step limit and success test
     python env.py --task collect_wood --demo               # play the built-in scripted code action
     python env.py --task collect_wood --demo --gif demo.gif
 
@@ -18,7 +18,7 @@ from copy import deepcopy
 import gymnasium as gym
 import numpy as np
 
-from core import VIEW_KEYS, CodeAction, PrimitiveAPI, Task, can_start
+from core import VIEW_KEYS, CodeAction, PrimitiveAPI, Task, can_start, succeeded, success_in_words
 from envs import crafter_env, minedojo_env
 from envs.crafter_api import CrafterAPI  # noqa: F401 (re-exported)
 from envs.crafter_env import (  # noqa: F401 (the Crafter names most callers want, re-exported)
@@ -47,6 +47,17 @@ def get_task(name: str) -> Task:
     if name.startswith(minedojo_env.PREFIX):
         return minedojo_env.get_task(name)
     return crafter_env.get_task(name)
+
+
+def row_success(task: Task, row: dict) -> bool:
+    """Whether a finished episode's stats row succeeded, by the task's own test (core.succeeded): a row that
+    carries its own `success` (MineDojo's) says so itself; a Crafter row (crafter_env.stats_row) gives the
+    achievements unlocked, the inventory (only for a test that reads it), its length and how it ended."""
+    if "success" in row:
+        return bool(row["success"])
+    achievements = {k.removeprefix("achievement_"): v for k, v in row.items() if k.startswith("achievement_")}
+    return succeeded(task.success, achievements, row.get("inventory", {}), row.get("length", 0),
+                     not str(row.get("end", "")).startswith("died"))
 
 
 def is_crafter(task: str) -> bool:
@@ -319,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         tasks = [*TASKS.values(), *minedojo_env.TASKS.values()]
         width = max(len(t.name) for t in tasks)
         for t in tasks:
-            print(f"{t.name:{width}s} {t.max_steps:6d} steps  {t.description}")
+            print(f"{t.name:{width}s} {t.max_steps:6d} steps  {t.description} Success: {success_in_words(t.success)}.")
         print("aliases: " + ", ".join(f"{a} -> {t}" for a, t in ALIASES.items()))
         print("minedojo:<task_id>: any other MineDojo task (needs MineDojo installed)")
         return 0

@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 
 import report
-from env import ACHIEVEMENTS, get_task, is_crafter
-from envs.crafter_tasks import chain_uses, gained
+from env import ACHIEVEMENTS, get_task, is_crafter, row_success
+from envs.crafter_tasks import gained, task_uses
 
 # The Crafter score's standard error comes from this many bootstrap resamples of the iteration's
 # episodes (drawn with replacement, the score recomputed each time). The score is a geometric mean of
@@ -48,10 +48,10 @@ def episode_measures(episodes: list[tuple[int, bool]]) -> dict:
 
 def stall_shares(task_name: str, rows: list[dict]) -> dict:
     """From Crafter episode rows (env.stats_row: achievement_* counts), which prerequisite the failed
-    episodes (the task's achievement never unlocked) stopped at: {"failed_episodes": n, "never_reached":
+    episodes (the task's success test never held) stopped at: {"failed_episodes": n, "never_reached":
     {achievement: share of the n that never unlocked it}}, prerequisites in chain order."""
     task = get_task(task_name)
-    failed = [r for r in rows if task.achievement and not r.get(f"achievement_{task.achievement}", 0)]
+    failed = [r for r in rows if task.success and not row_success(task, r)]
     shares = {a: round(sum(not r.get(f"achievement_{a}", 0) for r in failed) / len(failed), 3)
               for a in task.prerequisites} if failed else {}
     return {"failed_episodes": len(failed), "never_reached": shares}
@@ -62,26 +62,26 @@ def episode_ends(task_name: str, rows: list[dict]) -> dict:
     zombie": 12, "time limit": 30, ...}}, most common first. For `crafter` (no goal) every episode counts.
     An end is what crafter_env wrote into the row ("died: <cause>", "time limit"); "unknown" for rows
     written before it did."""
-    goal = get_task(task_name).achievement
-    failed = [r for r in rows if not (goal and r.get(f"achievement_{goal}", 0))]
+    task = get_task(task_name)
+    failed = [r for r in rows if not row_success(task, r)]
     ends = Counter(r.get("end") or "unknown" for r in failed)
     return {"failed_episodes": len(failed), "ends": dict(ends.most_common())}
 
 
 def gathered(task_name: str, rows: list[dict]) -> dict:
-    """How much of each item the task's chain needs (crafter_tasks.chain_uses) its successful training
-    episodes gathered: {"successes": how many, "items": {item: {"mean": units gathered per successful episode,
-    "uses": units the chain needs, "by": the achievement that gathers it}}}. Far more than the chain
-    needs means the episodes were spent gathering instead of finishing (a shaped item pays for each unit)."""
+    """How much of each item the task needs (crafter_tasks.task_uses: its chain's recipes and its success test)
+    its successful training episodes gathered: {"successes": how many, "items": {item: {"mean": units gathered
+    per successful episode, "uses": units the task needs, "by": the achievement that gathers it}}}. Far more
+    than the task needs means the episodes were spent gathering instead of finishing (a shaped item pays for
+    each unit)."""
     task = get_task(task_name)
-    if task.achievement is None:
+    if not task.success:
         return {}
-    chain = (*task.prerequisites, task.achievement)
-    won = [r for r in rows if r.get(f"achievement_{task.achievement}", 0)]
+    won = [r for r in rows if row_success(task, r)]
     by = {gained(a): a for a in ACHIEVEMENTS if gained(a)}
     items = {item: {"mean": round(sum(r.get(f"achievement_{by[item]}", 0) for r in won) / len(won), 2),
                     "uses": uses, "by": by[item]}
-             for item, uses in chain_uses(chain).items() if item in by} if won else {}
+             for item, uses in task_uses(task).items() if item in by} if won else {}
     return {"successes": len(won), "items": items}
 
 
@@ -112,7 +112,7 @@ def iteration_evidence(task_name: str, episodes: list[tuple[int, bool]], rows: l
             "stalls": stall_shares(task_name, rows) if crafter else {},
             "ends": episode_ends(task_name, rows) if crafter else {},
             "gathered": gathered(task_name, rows) if crafter else {},
-            "score": crafter_score(rows) if crafter and get_task(task_name).achievement is None else None}
+            "score": crafter_score(rows) if crafter and not get_task(task_name).success else None}
 
 
 def critic_stats(args, num_steps: int, iteration: int, steps: tuple[int, int], tally, ev: dict,
@@ -138,8 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = report.read_jsonl(args.run_dir / "stats.jsonl")
     for iteration in sorted({r["iteration"] for r in rows}):
         its = [r for r in rows if r["iteration"] == iteration]
-        goal = get_task(task).achievement
-        episodes = [(r["length"], bool(goal and r.get(f"achievement_{goal}"))) for r in its]
+        episodes = [(r["length"], row_success(get_task(task), r)) for r in its]
         print(f"iteration {iteration}:", iteration_evidence(task, episodes, its))
     return 0
 

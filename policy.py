@@ -9,6 +9,8 @@ actions get a constant logit, so they carry neither probability nor gradient. pp
 
 from __future__ import annotations
 
+import hashlib
+
 import gymnasium as gym
 import numpy as np
 import torch
@@ -154,3 +156,11 @@ class Agent(nn.Module):
             head.weight.data = torch.cat([head.weight, torch.stack([w for w, _ in rows])])
             head.bias.data = torch.cat([head.bias, torch.stack([b for _, b in rows])])
         head.out_features = self.n_actions = self.n_actions + n_new
+
+
+def identity(agent: nn.Module) -> str:
+    """The network a checkpoint's weights belong to: its class and a digest of every parameter's and buffer's
+    name and shape, as built for the task before any code action joins. config.json keeps it, so --resume
+    with a different network (a fork that changed this file) stops with a sentence, not a state-dict error."""
+    shapes = ";".join(f"{name}:{tuple(t.shape)}" for name, t in agent.state_dict().items())
+    return f"{type(agent).__module__}.{type(agent).__qualname__} {hashlib.sha256(shapes.encode()).hexdigest()[:12]}"

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-import distributed as D
+import distributed
 from policy import Agent, Obs
 
 
@@ -218,7 +218,7 @@ class PPO:
         self._sync_optimizer()
         if envs is not self.envs:  # a new env: its first episodes; its own seeds decide the worlds
             self.envs, self.next_obs = envs, self._to_tensor(envs.reset()[0])
-        D.broadcast_weights(agent)  # after extend() or a resume: every rank continues from rank 0's weights
+        distributed.broadcast_weights(agent)  # after extend() or a resume: every rank continues from rank 0's weights
         mask = _as_mask(action_mask, n_env, n_act, dev)  # the plan's, the same in every state
         env_mask = _env_mask(_call(envs, "action_mask"), dev)  # code actions' initiation conditions, per state
         zeros = lambda shape=(), dtype=torch.float32: torch.zeros((T, n_env, *shape), dtype=dtype, device=dev)
@@ -289,7 +289,7 @@ class PPO:
                 for i in np.flatnonzero(final["_episode"]):
                     ok = float(ep["success"][i]) if "success" in ep else float("nan")
                     episodes.append((float(ep["r"][i]), int(ep["l"][i]), ok))
-            n_new = D.sum_over_ranks(int(buf.prim_steps[t].sum()))  # the budget is global: one count on all ranks
+            n_new = distributed.sum_over_ranks(int(buf.prim_steps[t].sum()))  # the budget is global: one count
             self.global_step += n_new
             if on_step is not None:
                 on_step(act_np, infos)
@@ -297,7 +297,7 @@ class PPO:
                 progress(n_new)
             if self.global_step >= until:  # budget spent: learn from the partial rollout
                 break
-        return buf.map(lambda x: x[:t + 1]), D.all_gather(episodes), env_mask
+        return buf.map(lambda x: x[:t + 1]), distributed.all_gather(episodes), env_mask
 
     @torch.no_grad()
     def _advantages(self, batch: Rollout) -> tuple[torch.Tensor, torch.Tensor]:
@@ -349,10 +349,10 @@ class PPO:
                 loss = pg_loss - cfg.ent_coef * entropy_loss + cfg.vf_coef * v_loss
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
-                D.average_gradients(agent.parameters())
+                distributed.average_gradients(agent.parameters())
                 nn.utils.clip_grad_norm_(agent.parameters(), cfg.max_grad_norm)
                 self.optimizer.step()
-            if cfg.target_kl is not None and D.mean_over_ranks(approx_kl) > cfg.target_kl:
+            if cfg.target_kl is not None and distributed.mean_over_ranks(approx_kl) > cfg.target_kl:
                 break
         y_pred, y_true = b_values.cpu().numpy(), b_returns.cpu().numpy()
         var_y = np.var(y_true)

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-import curriculum as CU
-import env as E
+import curriculum
+import env
 from prompts.common import CALL_ENDS
 
 
@@ -52,7 +52,7 @@ def crafter_score(stats_path: Path, budget: int | None = None) -> tuple[float, d
         episodes.append(row)
     if not episodes:
         return float("nan"), {}
-    rates = {a: 100.0 * np.mean([r.get(f"achievement_{a}", 0) > 0 for r in episodes]) for a in E.ACHIEVEMENTS}
+    rates = {a: 100.0 * np.mean([r.get(f"achievement_{a}", 0) > 0 for r in episodes]) for a in env.ACHIEVEMENTS}
     score = float(np.exp(np.mean(np.log(1.0 + np.array(list(rates.values()))))) - 1.0)
     return score, rates
 
@@ -136,7 +136,7 @@ def write_summary(run_dir: Path, history: list[dict], args) -> None:
         stages = "; ".join(f"{s['subtask']} until step {s['end']} ({s['why']})" for s in chain["stages"]) or "none"
         lines += ["", "Success per sub-task (share of the training episodes that ended in each iteration and "
                   f"reached it). Curriculum stages done: {stages}; now training: {chain['current']}.", ""]
-        lines += CU.subtask_rows(read_jsonl(run_dir / "stats.jsonl"), chain["subtasks"])
+        lines += curriculum.subtask_rows(read_jsonl(run_dir / "stats.jsonl"), chain["subtasks"])
     if args.task == "crafter":
         score, rates = crafter_score(run_dir / "stats.jsonl")
         lines += ["", f"Crafter score over all training episodes: {score:.1f}", "",

@@ -27,25 +27,30 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-import distributed as D
-import env as E
-import ppo as P
+import distributed
+import env
 import report
-import skill_library as SL
+import skill_library
 from code_actions import ActionSet, CodeStats
 from core import Mode
 from fast_agent import save_attempts
 from llm import LLMClient, LLMError, ReplayClient, configured_endpoint
 from llm_local import start_local_server
+from ppo import PPO, PPOConfig, use_bf16
 from run_state import LoopState, Run
 
 APPEND_LOGS = ("metrics.jsonl", "stats.jsonl", "unfinished.jsonl", "eval.jsonl")  # rewound on --resume
 
 
-def open_run(args, cfg: P.PPOConfig, parser, rank: int, world: int, device: str) -> Run | None:
-    """Rank 0 creates the run directory (or reopens --resume's), picks the LLM backend and writes config.json;
+def open_run(args, cfg: PPOConfig, parser, rank: int, world: int, device: str, policy: str) -> Run | None:
+    """Rank 0 creates the run directory (or reopens --resume's), picks the LLM backend and writes config.json
+    (with `policy`, the network's policy.identity: a resume with another network stops here, on every rank);
     every rank gets the directory's name. Returns the Run, or None when the LLM backend cannot be used
     (the error is printed, and a directory made for this run is removed: nothing ran)."""
+    saved = json.loads((Path(args.resume) / "config.json").read_text()).get("policy") if args.resume else None
+    if saved not in (None, policy):  # None: a run from before config.json kept it
+        parser.error(f"--resume {args.resume}: that run trained the network {saved}, but this code builds {policy} "
+                     "(policy.py changed); resume it with the code that trained it, or start a new run")
     run_dir, created = Path(args.resume) if args.resume else None, False
     if run_dir is None and rank == 0:
         name = args.run_name or f"{args.task.replace(':', '-')}__{args.mode}__{args.seed}__{int(time.time())}"
@@ -54,7 +59,7 @@ def open_run(args, cfg: P.PPOConfig, parser, rank: int, world: int, device: str)
             parser.error(f"{run_dir} already holds a run: --resume it, or pick another --run-name")
         created = not run_dir.exists()
         run_dir.mkdir(parents=True, exist_ok=True)
-    run_dir = D.broadcast(run_dir)  # under torchrun: rank 0's name (the unix time may differ per rank)
+    run_dir = distributed.broadcast(run_dir)  # under torchrun: rank 0's name (the unix time may differ per rank)
     llm, server, backend = None, None, None
     if rank == 0:
         try:
@@ -68,8 +73,8 @@ def open_run(args, cfg: P.PPOConfig, parser, rank: int, world: int, device: str)
               + (f" (x{world} ranks under torchrun)" if world > 1 else ""))
         # on --resume too: the settings it changed hold for the next resume
         (run_dir / "config.json").write_text(json.dumps(
-            {"args": asdict(args), "ppo": asdict(cfg), "backend": backend, "device": device,
-             "bf16_update": P.use_bf16(cfg.precision, torch.device(device))}, indent=2))
+            {"args": asdict(args), "ppo": asdict(cfg), "policy": policy, "backend": backend, "device": device,
+             "bf16_update": use_bf16(cfg.precision, torch.device(device))}, indent=2))
 
     from torch.utils.tensorboard import SummaryWriter
 
@@ -86,7 +91,7 @@ def make_llm(args, run_dir: Path):
     """The agents' backend (None = the reference backend, no LLM) and a sentence saying why it was chosen."""
     kind = args.llm
     if args.mode == Mode.RL:
-        return None, None, "no LLM: --mode rl is plain PPO"
+        return None, None, "no LLM: --mode rl is plain PPO (no prompt is sent: an edit of prompts/ changes nothing)"
     if kind == "auto":
         url = args.llm_url or configured_endpoint()
         kind = "http" if url else "reference"
@@ -94,7 +99,8 @@ def make_llm(args, run_dir: Path):
         print(f"LLM backend: {kind} (auto: {why})")
     transcript = run_dir / "llm_transcript.jsonl"
     if kind == "reference":
-        return None, None, "reference: hand-written reference skills and plans (no LLM)"
+        return None, None, ("reference: hand-written reference skills and plans (no LLM: no prompt is sent, so an "
+                            "edit of prompts/ changes nothing in this run)")
     if kind.startswith("replay:"):
         return ReplayClient(kind[7:], record=transcript), None, f"replay of {kind[7:]}"
     server = None
@@ -108,26 +114,26 @@ def make_llm(args, run_dir: Path):
     return client, server, f"{kind}: {client.url} model {client.model or '(server default)'}"
 
 
-def make_train_envs(args, run: Run, cfg: P.PPOConfig, action_set: ActionSet, episode_numbers: list[int] = ()):
+def make_train_envs(args, run: Run, cfg: PPOConfig, action_set: ActionSet, episode_numbers: list[int] = ()):
     """The run's one set of training envs, built once, grown in place, never reset by the trainer: this
     rank's share of --num-envs. Crafter tasks append every finished episode to stats.jsonl. On --resume
     (`episode_numbers` from the checkpoint) each env goes on with its next world, not its first one again."""
-    options = {} if not E.is_crafter(args.task) else {"stats_path": run.dir / "stats.jsonl",
+    options = {} if not env.is_crafter(args.task) else {"stats_path": run.dir / "stats.jsonl",
                                                              "crafter_impl": args.crafter_impl}
-    envs = E.make_vec_env(args.task, args.num_envs // run.world, code_actions=action_set.actions, seed=args.seed,
-                          rank=run.rank, max_macro_steps=args.max_macro_steps, gamma=cfg.gamma, **options)
+    envs = env.make_vec_env(args.task, args.num_envs // run.world, code_actions=action_set.actions, seed=args.seed,
+                            rank=run.rank, max_macro_steps=args.max_macro_steps, gamma=cfg.gamma, **options)
     if episode_numbers:
         n, rank = envs.num_envs, run.rank
         envs.set_attr("episode_number", episode_numbers[rank * n:(rank + 1) * n])
     return envs
 
 
-def open_skill_library(args, api_name: str, doc: str) -> SL.SkillLibrary | None:
+def open_skill_library(args, api_name: str, doc: str) -> skill_library.SkillLibrary | None:
     """The skill library shared between runs (--skills; None for "none"), seeded with the reference skills."""
-    skills_dir = SL.library_path(args.skills, args.runs_dir)
+    skills_dir = skill_library.library_path(args.skills, args.runs_dir)
     if skills_dir is None:
         return None
-    library = SL.SkillLibrary(skills_dir, SL.backend_of(args.task), api_name, doc)
+    library = skill_library.SkillLibrary(skills_dir, skill_library.backend_of(args.task), api_name, doc)
     library.seed()
     print(f"skill library: {skills_dir} ({len(library.best())} skills for {library.backend}; "
           "`python skill_library.py list` shows them)")
@@ -146,10 +152,10 @@ def close(run: Run) -> None:
 def running_episodes(args, envs) -> tuple[list[dict], list[int]]:
     """The episodes in progress as Crafter rows (steps taken so far) and each env's episode number,
     gathered over the ranks (every rank must call this at the same point)."""
-    if not E.is_crafter(args.task):
+    if not env.is_crafter(args.task):
         return [], []
     rows = [r for r in envs.call("stats_row") if r["length"] > 0]
-    return D.all_gather(rows), D.all_gather(list(envs.get_attr("episode_number")))
+    return distributed.all_gather(rows), distributed.all_gather(list(envs.get_attr("episode_number")))
 
 
 def write_unfinished(run: Run) -> None:
@@ -180,7 +186,7 @@ def llm_calls(run: Run) -> int:
     return run.llm_calls_before + (run.llm.calls if run.llm is not None else 0)
 
 
-def save(run: Run, ppo: P.PPO, action_set: ActionSet, state: LoopState) -> None:
+def save(run: Run, ppo: PPO, action_set: ActionSet, state: LoopState) -> None:
     """Called by every rank at the same point (a rollout boundary): the episodes in progress are gathered,
     so a resume can write them to unfinished.jsonl and go on with the next episode number of each env."""
     running, episode_numbers = running_episodes(run.args, run.envs)
@@ -193,7 +199,7 @@ def save(run: Run, ppo: P.PPO, action_set: ActionSet, state: LoopState) -> None:
     save_checkpoint(str(run.dir / "checkpoint.pt"), ppo, [asdict(a) for a in action_set.actions], state)
 
 
-def save_checkpoint(path: str, ppo: P.PPO, code_actions: list[dict], extra: dict | None = None) -> None:
+def save_checkpoint(path: str, ppo: PPO, code_actions: list[dict], extra: dict | None = None) -> None:
     """Atomic write: a crash mid-save never leaves a half-written checkpoint behind. The process's RNG
     states go with PPO's state (under "ppo", where checkpoints have always held them), so a resumed run
     samples the same actions and minibatches as one that never stopped."""
@@ -204,7 +210,7 @@ def save_checkpoint(path: str, ppo: P.PPO, code_actions: list[dict], extra: dict
     os.replace(tmp, path)
 
 
-def load_checkpoint(path: str, ppo: P.PPO) -> tuple[list[dict], dict]:
+def load_checkpoint(path: str, ppo: PPO) -> tuple[list[dict], dict]:
     """Restores `ppo` and the process's RNG states in place and returns (code_actions, extra)."""
     d = torch.load(path, map_location="cpu", weights_only=False)  # RNG states must stay on CPU
     ppo.load_state_dict(d["ppo"])
@@ -217,12 +223,12 @@ def load_checkpoint(path: str, ppo: P.PPO) -> tuple[list[dict], dict]:
     return d["code_actions"], d["extra"]
 
 
-def resume(run: Run, ppo: P.PPO) -> tuple[ActionSet, LoopState, list[int]]:
+def resume(run: Run, ppo: PPO) -> tuple[ActionSet, LoopState, list[int]]:
     """--resume: `ppo` restored in place from checkpoint.pt; returns the action set, the loop's state and
     each env's episode number at the checkpoint. Rank 0 cuts the logs back to the checkpoint (rewind_logs)."""
     ckpt = run.dir / "checkpoint.pt"
     actions, state = load_checkpoint(str(ckpt), ppo)
-    action_set = ActionSet([E.CodeAction(**a) for a in actions], state.pop("library_active"))
+    action_set = ActionSet([env.CodeAction(**a) for a in actions], state.pop("library_active"))
     running, episode_numbers = state.pop("running", []), state.pop("episode_numbers", [])
     run.llm_calls_before = state.pop("llm_calls", 0)
     if run.rank == 0:
@@ -245,12 +251,12 @@ def rewind_logs(run_dir: Path, sizes: dict[str, int], running: list[dict]) -> No
     write_rows(run_dir / "unfinished.jsonl", running)
 
 
-def check_ranks_agree(run_dir: Path, ppo: P.PPO, action_set: ActionSet, rank: int) -> None:
+def check_ranks_agree(run_dir: Path, ppo: PPO, action_set: ActionSet, rank: int) -> None:
     """ranks.json: each rank's step count, weight hash and code actions; they must all agree."""
     weights = b"".join(t.cpu().numpy().tobytes() for t in ppo.agent.state_dict().values())
     mine = {"rank": rank, "global_step": ppo.global_step, "weights_sha256": hashlib.sha256(weights).hexdigest(),
             "code_actions": [[a.name, hashlib.sha256(a.source.encode()).hexdigest()[:16]] for a in action_set.actions]}
-    ranks = D.all_gather([mine])
+    ranks = distributed.all_gather([mine])
     if rank == 0:
         (run_dir / "ranks.json").write_text(json.dumps(ranks, indent=2))
         if any(dict(r, rank=0) != dict(mine, rank=0) for r in ranks):
@@ -357,8 +363,9 @@ def record_iteration(run: Run, state: LoopState, critic_stats: dict, ev: dict, s
                f"eval success {ev['success_rate']:.2f} (n={critic_stats['eval_episodes']})")
 
 
-def record_feedback(run: Run, iteration: int, feedback) -> None:
-    """The critic's decision: iter_k/feedback.json, its summary and one line per decided change in the log."""
+def record_feedback(run: Run, state: LoopState, iteration: int, feedback) -> None:
+    """The critic's decision: the feedback the next plan reads, iter_k/feedback.json and the log's lines."""
+    state.feedback = feedback.to_dict()
     (run.dir / f"iter_{iteration}" / "feedback.json").write_text(json.dumps(feedback.to_dict(), indent=2))
     tqdm.write(f"[iter {iteration}] critic: {feedback.summary}")
     for reason in feedback.reasons:

@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from tqdm import tqdm
+
 
 @dataclass
 class Run:
@@ -33,6 +35,12 @@ class Run:
     iteration: int = 0  # the iteration now running, 0-based (metrics.jsonl says it 1-based)
     llm_calls_before: int = 0  # LLM calls made before a --resume (the client counts its own)
 
+    def waiting(self, text: str) -> None:
+        """Say what the run waits for when it waits on an LLM (a call can take minutes); the reference answers
+        at once."""
+        if self.llm is not None:
+            tqdm.write(text)
+
 
 @dataclass
 class LoopState:
@@ -42,7 +50,7 @@ class LoopState:
     iteration: int = 0  # iterations finished (train.main)
     phase: str = "plan"  # "plan": the agents' phase comes next; "train": it is done, RL comes next
     plan: dict | None = None  # the plan in force, as the slow agent's JSON (train.agents_phase)
-    feedback: dict | None = None  # the critic's last feedback, for the next plan (train.train_iteration)
+    feedback: dict | None = None  # the critic's last feedback, for the next plan (run_dir.record_feedback)
     history: list[dict] = field(default_factory=list)  # one row per finished iteration (run_dir.record_iteration)
     curriculum: dict | None = None  # the planner's chain of sub-tasks being trained (curriculum.Curriculum)
     reused: list[str] = field(default_factory=list)  # sub-actions whose code came from the skill library

@@ -22,7 +22,7 @@ from code_actions import whole_task_subaction
 from core import CodeAction, Mode, Plan, SubAction, Task
 from env import is_crafter
 from fast_agent import FastAgent
-from llm import LLMError
+from llm import LLMError, configured_endpoint
 from reference import minedojo_skills, plans
 from slow_agent import SlowAgent
 
@@ -41,6 +41,19 @@ class _Recorder:
         raise LLMError("--show-prompt sends nothing")
 
 
+def no_prompt_note(settings: dict) -> str:
+    """What --show-prompt says first when a run with these settings (train.py's llm, llm_url, mode) would send no
+    prompt at all, so that nobody edits prompts/ and expects the reference backend to change; "" otherwise."""
+    llm = settings.get("llm", "auto")
+    if llm == "auto":
+        llm = "http" if settings.get("llm_url") or configured_endpoint() else "reference"
+    if Mode(settings.get("mode", Mode.RLGPT)) is Mode.RL or llm != "reference":
+        return ""  # --mode rl says so itself, below
+    return ("NOTE: a run with these settings sends no prompt at all (the reference backend plays the hand-written "
+            "plans and code of reference/, no LLM), so an edit of prompts/ changes nothing in it. Below is what an "
+            "LLM run (--llm http with an endpoint, or --llm local) would send.")
+
+
 def _first_plan(task: Task, mode: Mode, settings: dict) -> tuple[Plan, SubAction | None]:
     """The plan a run of `mode` trains and the first code sub-action its fast agent is asked to write: the
     reference plan (what an LLM's plan would be in its place) or, under --mode code, the whole-task routine."""
@@ -56,8 +69,9 @@ def show_prompts(task: Task, doc: str, settings: dict, hand_written: bool = Fals
     num_envs, num_steps, eval_episodes, max_macro_steps) sends first, each headed by its sender."""
     mode = Mode(settings["mode"])
     if mode == Mode.RL:
-        return "--mode rl is plain PPO: it sends no message to any model (no plan, no code, no critic)."
-    rec, out = _Recorder(), []
+        return ("NOTE: --mode rl is plain PPO: it sends no message to any model (no plan, no code, no critic), so an "
+                "edit of prompts/ changes nothing in it.")
+    rec, out = _Recorder(), [no_prompt_note(settings)] if no_prompt_note(settings) else []
     plan, sub = _first_plan(task, mode, settings)
     first = settings["total_steps"] // settings["iterations"]
     stats = {"task": task.name, "mode": mode, "iteration": 1, "env_steps": first, "iteration_steps": [0, first],

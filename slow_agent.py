@@ -24,8 +24,8 @@ from __future__ import annotations
 import argparse
 import json
 
-import curriculum as CU
-from core import MAX_SUBACTIONS, SHAPING_RANGE, CodeAction, Mode, Plan, Task, api_doc, initiation_text
+import curriculum
+from core import MAX_SUBACTIONS, SHAPING_RANGE, CodeAction, Mode, Plan, Task, api_doc, initiation_text, success_in_words
 from critic import Feedback, active_code, apply_feedback, check_feedback, num, rule_based_critique, success_text
 from env import api_for, game_of, get_task, is_crafter
 from envs.crafter_env import SUBTASK_REWARD
@@ -77,6 +77,7 @@ from prompts.planner import (
     SUBTASKS_LONG,
     SUBTASKS_MINEDOJO,
     SUBTASKS_SHORT,
+    SUBTASKS_TEST,
     plan_schema,
 )
 from reference import minedojo_skills, plans, skills
@@ -188,10 +189,11 @@ def plan_messages(task: Task, env_doc: str, feedback: Feedback | None = None,
     """The planner's messages (prompts/planner.py), filled in; `python slow_agent.py --task T` prints them."""
     rule = _subtasks_rule(task)
     if rule in (SUBTASKS_LONG, SUBTASKS_BENCHMARK):
-        rule += CURRICULUM.format(bonus=SUBTASK_REWARD, threshold=CU.THRESHOLD, window=CU.WINDOW,
-                                  min_episodes=CU.MIN_EPISODES)
+        rule += CURRICULUM.format(bonus=SUBTASK_REWARD, threshold=curriculum.THRESHOLD, window=curriculum.WINDOW,
+                                  min_episodes=curriculum.MIN_EPISODES)
     text = PLAN_PROMPT.format(
         task=task.name, description=task.description, chain=" -> ".join(task.prerequisites) or "none",
+        success=success_in_words(task.success),
         api_doc=env_doc, actions=", ".join(task.actions), max_subactions=MAX_SUBACTIONS, subtasks_rule=rule,
         milestones=", ".join(task.milestones) or "none",
         lo=SHAPING_RANGE[0], hi=SHAPING_RANGE[1], items=", ".join(task.items),
@@ -210,9 +212,11 @@ def _subtasks_rule(task: Task) -> str:
     """What the planner is asked for "subtasks": a chain where the curriculum (Crafter only) reads one."""
     if not is_crafter(task.name):
         return SUBTASKS_MINEDOJO
-    if task.achievement is None:
+    if not task.success:
         return SUBTASKS_BENCHMARK
-    return SUBTASKS_LONG if len(task.prerequisites) >= plans.LONG_CHAIN else SUBTASKS_SHORT
+    if len(task.prerequisites) < plans.LONG_CHAIN:
+        return SUBTASKS_SHORT
+    return SUBTASKS_LONG if task.achievement else SUBTASKS_TEST
 
 
 def _plan_text(plan: Plan, moved: dict[str, str] | None = None, rl: bool = True) -> str:
@@ -266,7 +270,8 @@ def critic_messages(plan: Plan, code_actions: list[CodeAction], stats: dict, han
         eval_episodes=stats.get("eval_episodes", "?"), eval_policy=EVAL_RL if rl else EVAL_CODE,
         code_title=(CODE_TITLE if rl else CODE_TITLE_CODE).format(decisions=stats.get("decisions", "?")),
         code_actions=_code_action_lines(plan, code_actions, stats), numbers=NUMBERS_RL if rl else NUMBERS_CODE,
-        success_rule=SUCCESS_RL if rl else SUCCESS_CODE, reward_rule=REWARD_TASK if task.achievement else REWARD_GAME,
+        success_rule=SUCCESS_RL if rl else SUCCESS_CODE, reward_rule=REWARD_TASK if task.success else REWARD_GAME,
+        success=success_in_words(task.success),
         reward_extra=REWARD_EXTRA_RL if rl else "", call_ends="; ".join(f'"{w}"' for w in CALL_ENDS.values()),
         frames_note=FRAMES_NOTE.format(n=n_frames) if n_frames else "", moves="\n".join(moves),
         required='"to_code"; "to_rl"; "fixes"' if rl else '"fixes"',

@@ -37,19 +37,19 @@ import torch
 from tqdm import tqdm
 
 import cli
-import curriculum as CU
-import distributed as D
-import env as E
-import evidence as EV
-import ppo as P
+import curriculum
+import distributed
+import env
+import evidence
 import report
-import run_dir as RD
+import run_dir
 from code_actions import ActionSet, evaluate, grow_actions, reuse_skill, run_program, whole_task_subaction
 from core import Mode, Plan, api_doc
 from critic import Feedback, rollback_if_worse
 from fast_agent import FastAgent
 from llm import LLMError
-from policy import Agent
+from policy import Agent, identity
+from ppo import PPO, PPOConfig, seed_everything
 from reference import minedojo_skills, skills, whole_task
 from run_dir import IterationTally, save  # save by name: tests patch train.save to stop a run mid-iteration
 from run_state import LoopState, Run
@@ -120,10 +120,10 @@ class Args:
             self.mode = Mode(self.mode)  # anything else: cli.validate says what --mode may be
 
 
-def parse_args(argv: list[str] | None = None) -> tuple[Args, P.PPOConfig, argparse.ArgumentParser]:
+def parse_args(argv: list[str] | None = None) -> tuple[Args, PPOConfig, argparse.ArgumentParser]:
     """--help is generated from the two dataclasses' field docstrings (cli.py)."""
-    parser = cli.make_parser(__doc__, Args, P.PPOConfig)
-    return (*cli.parse(parser, argv, Args, P.PPOConfig), parser)
+    parser = cli.make_parser(__doc__, Args, PPOConfig)
+    return (*cli.parse(parser, argv, Args, PPOConfig), parser)
 
 
 def agents_phase(args: Args, run: Run, slow: SlowAgent, fast: FastAgent, action_set: ActionSet, state: LoopState,
@@ -134,8 +134,7 @@ def agents_phase(args: Args, run: Run, slow: SlowAgent, fast: FastAgent, action_
     feedback = Feedback.from_dict(state.feedback) if state.feedback else None
     before = {"plan": state.plan, "active": dict(action_set.active)}  # a change the critic made is measured
     if args.mode == Mode.CODE:
-        subs = [whole_task_subaction(args.task, args.max_macro_steps)]
-        plan = Plan(args.task, [], subs, {"shaping": {}, "mask_actions": []})
+        plan = Plan(args.task, [], [whole_task_subaction(args.task, args.max_macro_steps)])  # no shaping, no mask
     else:
         previous = Plan.from_dict(state.plan) if state.plan else None
         if run.skill_library is not None:  # read again every iteration: other runs may have added skills
@@ -144,8 +143,7 @@ def agents_phase(args: Args, run: Run, slow: SlowAgent, fast: FastAgent, action_
             if state.rolled_back:  # the critic's change was rolled back: train that plan again
                 state.rolled_back, plan = False, previous
             else:
-                if run.llm is not None:  # LLM calls can take minutes: say what we are waiting for
-                    tqdm.write(f"[iter {it + 1}] asking the slow agent for a plan ...")
+                run.waiting(f"[iter {it + 1}] asking the slow agent for a plan ...")
                 plan = slow.plan(run.task, doc, feedback=feedback, previous=previous)
         except (LLMError, AgentError) as e:
             if previous is None:
@@ -153,8 +151,8 @@ def agents_phase(args: Args, run: Run, slow: SlowAgent, fast: FastAgent, action_
             tqdm.write(f"[iter {it + 1}] planning failed ({e}); carrying on with the last good plan")
             plan = previous
         finally:
-            RD.log_rejections(it, "plan", slow)
-        subs = [] if args.mode == Mode.RL_CONFIG else plan.code_subactions  # rl+config: the plan's RL config only
+            run_dir.log_rejections(it, "plan", slow)
+    subs = [] if args.mode == Mode.RL_CONFIG else plan.code_subactions  # rl+config: the plan's RL config only
     state.plan = plan.to_dict()
     (it_dir / "plan.json").write_text(json.dumps(state.plan, indent=2))
     for sub in subs:
@@ -164,7 +162,7 @@ def agents_phase(args: Args, run: Run, slow: SlowAgent, fast: FastAgent, action_
             action_set.add(sub.name, action_set.current(sub.name), sub.initiation)  # (a new initiation: a new version)
             continue
         if args.mode == Mode.CODE and run.llm is None:  # (every branch sets `action`)
-            programs = whole_task if E.is_crafter(args.task) else minedojo_skills
+            programs = whole_task if env.is_crafter(args.task) else minedojo_skills
             action = programs.whole_task_program(args.task, args.max_macro_steps)
         elif variant:  # the critic chose another hand-written version of this skill (an LLM run: --hand-written)
             action = skills.variants(sub.name)[variant]
@@ -174,13 +172,12 @@ def agents_phase(args: Args, run: Run, slow: SlowAgent, fast: FastAgent, action_
                                                               it + 1, slow.hand_written)):
             state.reused = state.reused + [sub.name]
         else:
-            if run.llm is not None:
-                tqdm.write(f"[iter {it + 1}] asking the fast agent to write {sub.name!r} ...")
+            run.waiting(f"[iter {it + 1}] asking the fast agent to write {sub.name!r} ...")
             examples = run.skill_library.related(f"{args.task} {sub.name} {sub.spec}") if run.skill_library else None
             current = action_set.current(sub.name)
             action = fast.write(sub, doc, feedback=fix, examples=examples, current=current,
-                                stats=RD.last_code_stats(run, it).get(current.name) if current else None)
-            RD.record_attempts(fast.last_attempts, it_dir, sub.name, it + 1)
+                                stats=run_dir.last_code_stats(run, it).get(current.name) if current else None)
+            run_dir.record_attempts(fast.last_attempts, it_dir, sub.name, it + 1)
         if action is None:
             saved = f" (attempts in {it_dir / 'attempts'})" if (it_dir / "attempts").is_dir() else ""
             tqdm.write(f"[iter {it + 1}] no working code for {sub.name!r}: it is left to RL{saved}")
@@ -188,28 +185,27 @@ def agents_phase(args: Args, run: Run, slow: SlowAgent, fast: FastAgent, action_
             continue
         action = action_set.add(sub.name, action, action.initiation if variant else sub.initiation)  # the variant's own
         (it_dir / "skills" / f"{action.name}.py").write_text(action.source)
-    for name in [n for n in action_set.active if n not in {s.name for s in subs}]:
-        action_set.active.pop(name)  # the plan moved it to RL: masked from now on
+    action_set.keep_only({s.name for s in subs})  # the plan moved the others to RL: masked from now on
     if feedback is not None and (state.plan, action_set.active) != (before["plan"], before["active"]):
         state.before_change = before  # kept only if the next iteration is not worse (critic.rollback_if_worse)
     tqdm.write(f"[iter {it + 1}] plan: {len(plan.subactions)} sub-actions; code actions in use: "
                f"{action_set.in_use_text()}")
 
 
-def train_iteration(args: Args, run: Run, ppo: P.PPO, action_set: ActionSet, state: LoopState) -> None:
+def train_iteration(args: Args, run: Run, ppo: PPO, action_set: ActionSet, state: LoopState) -> None:
     """Steps 3-4 of an iteration: RL on this iteration's share of the budget, evaluation, the critic."""
     it, t0 = state.iteration, time.time()
     n_base = ppo.agent.n_actions - len(action_set.actions)
     plan = Plan.from_dict(state.plan) if state.plan else None
-    cu = CU.for_plan(state.curriculum, plan, args.total_steps - ppo.global_step, ppo.global_step) \
-        if args.mode.uses_plan_config and E.is_crafter(args.task) else None  # the planner's chain
+    cu = curriculum.for_plan(state.curriculum, plan, args.total_steps - ppo.global_step, ppo.global_step) \
+        if args.mode.uses_plan_config and env.is_crafter(args.task) else None  # the planner's chain
     state.curriculum = cu.to_dict() if cu else None
     envs, base_actions = run.envs, run.task.actions
 
     def configure():  # the plan's shaping, the current sub-task, its rl config; -> the action mask
-        rl_config = CU.plan_rl_config(args.mode, state)
+        rl_config = curriculum.plan_rl_config(args.mode, state)
         envs.call("set_shaping", rl_config.get("shaping"))  # in every backend
-        if E.is_crafter(args.task):  # the sub-task's bonus; the iteration the stats rows name, 1-based as iter_1/
+        if env.is_crafter(args.task):  # the sub-task's bonus; the iteration the stats rows name, 1-based as iter_1/
             envs.call("set_subtask", cu.current if cu else None)
             envs.set_attr("iteration", it + 1)
         return action_set.mask(base_actions, rl_config.get("mask_actions", []))
@@ -251,13 +247,13 @@ def train_iteration(args: Args, run: Run, ppo: P.PPO, action_set: ActionSet, sta
     stats.gather()
     if run.rank:  # evaluation, the critic and the run directory are rank 0's
         return
-    RD.record_skills(run, action_set, stats, args.task, it + 1)
+    run_dir.record_skills(run, action_set, stats, args.task, it + 1)
     mask = configure() if cu is not None else mask  # the mask of the last sub-task trained
     ev = evaluate(ppo.agent, args, action_set, mask, it, ppo.cfg.gamma, fixed_action=program)
-    critic_stats = EV.critic_stats(args, ppo.cfg.num_steps, it + 1, (start, ppo.global_step), tally, ev,
-                                   RD.episode_rows(run, it + 1))
-    RD.record_iteration(run, state, critic_stats, ev, stats, action_set, CU.plan_rl_config(args.mode, state),
-                        ppo.agent.n_actions, t0)
+    critic_stats = evidence.critic_stats(args, ppo.cfg.num_steps, it + 1, (start, ppo.global_step), tally, ev,
+                                         run_dir.episode_rows(run, it + 1))
+    run_dir.record_iteration(run, state, critic_stats, ev, stats, action_set,
+                             curriculum.plan_rl_config(args.mode, state), ppo.agent.n_actions, t0)
     if why := rollback_if_worse(state, action_set):  # the critic's last change, measured
         tqdm.write(f"[iter {it + 1}] the critic's change: {why}")
     if args.mode == Mode.RL or it + 1 == args.iterations or state.rolled_back:
@@ -265,60 +261,54 @@ def train_iteration(args: Args, run: Run, ppo: P.PPO, action_set: ActionSet, sta
     frames = report.png_frames(ev["failed_frames"]) if args.vision else None
     active = [a for a in action_set.actions if a.name in action_set.active.values()]
     try:
-        if run.llm is not None:
-            tqdm.write(f"[iter {it + 1}] asking the critic ...")
+        run.waiting(f"[iter {it + 1}] asking the critic ...")
         feedback = run.slow.critique(plan, active, critic_stats, frames)
     except (LLMError, AgentError) as e:
         tqdm.write(f"[iter {it + 1}] the critic failed ({e}); the next plan goes without feedback")
         return
     finally:
-        RD.log_rejections(it, "critic", run.slow)
-    state.feedback = feedback.to_dict()
-    RD.record_feedback(run, it + 1, feedback)
+        run_dir.log_rejections(it, "critic", run.slow)
+    run_dir.record_feedback(run, state, it + 1, feedback)
 
 
 def main(argv: list[str] | None = None) -> int:
     args, cfg, parser = parse_args(argv)
     if args.list_tasks:
-        return E.main(["--list"])
+        return env.main(["--list"])
     if args.show_prompt:  # what an LLM run with these settings sends first; nothing is sent
         settings = {**asdict(args), "num_steps": cfg.num_steps}
-        print(show_prompts(E.get_task(args.task), api_doc(E.api_for(args.task), args.max_macro_steps), settings,
+        print(show_prompts(env.get_task(args.task), api_doc(env.api_for(args.task), args.max_macro_steps), settings,
                            args.hand_written))
         return 0
     if args.resume:
         args, cfg = cli.resumed_args(args, cfg, argv, parser)
     cli.validate(args, cfg, parser)
-    rank, world, device = D.init_distributed(args.device)
-    P.seed_everything(args.seed)  # every rank builds the same initial weights
+    rank, world, device = distributed.init_distributed(args.device)
+    seed_everything(args.seed)  # every rank builds the same initial weights
     torch.set_num_threads(args.threads)
-    run = RD.open_run(args, cfg, parser, rank, world, device)
+    probe = env.make_env(args.task, crafter_impl=args.crafter_impl)
+    n_base, agent = probe.action_space.n, Agent(probe.observation_space, probe.action_space.n)  # code actions: after
+    probe.close()
+    run = run_dir.open_run(args, cfg, parser, rank, world, device, identity(agent))  # a resume needs the same network
     if run is None:  # the LLM backend cannot be used (said why); nothing ran
         return 2
-    run_dir = run.dir
-
-    probe = E.make_env(args.task, crafter_impl=args.crafter_impl)
-    run.task = E.get_task(args.task)
-    n_base, base_actions = probe.action_space.n, run.task.actions  # code actions come after them
-    agent = Agent(probe.observation_space, n_base)
-    api = type(probe.unwrapped.make_api(0))
-    doc = api_doc(api, args.max_macro_steps)  # the doc says how many steps one call may take
-    probe.close()
+    run.task, api = env.get_task(args.task), env.api_for(args.task)
+    base_actions, doc = run.task.actions, api_doc(api, args.max_macro_steps)  # the doc: how many steps one call takes
     if rank == 0 and args.mode == Mode.RLGPT:
-        run.skill_library = RD.open_skill_library(args, api.__name__, doc)
-    ppo = P.PPO(agent, cfg, device=device, total_steps=args.total_steps)
+        run.skill_library = run_dir.open_skill_library(args, api.__name__, doc)
+    ppo = PPO(agent, cfg, device=device, total_steps=args.total_steps)
     action_set = ActionSet()
     state = LoopState()
     episode_numbers = []
-    if args.resume and (run_dir / "checkpoint.pt").is_file():
-        action_set, state, episode_numbers = RD.resume(run, ppo)
-    run.envs, run.envs_started = RD.make_train_envs(args, run, cfg, action_set, episode_numbers), False
+    if args.resume and (run.dir / "checkpoint.pt").is_file():
+        action_set, state, episode_numbers = run_dir.resume(run, ppo)
+    run.envs, run.envs_started = run_dir.make_train_envs(args, run, cfg, action_set, episode_numbers), False
     run.checkpoint_mark = ppo.global_step // args.checkpoint_every
     if rank:  # each rank samples its own actions (a checkpoint holds rank 0's RNG state)
-        P.seed_everything(args.seed + 1000 * rank + ppo.global_step)
+        seed_everything(args.seed + 1000 * rank + ppo.global_step)
     run.slow = slow = SlowAgent(run.llm, hand_written=args.hand_written or run.llm is None)
     fast = FastAgent(run.llm, dry_run_task=args.task, dry_run_steps=args.max_macro_steps,
-                     dry_run_options={"crafter_impl": args.crafter_impl} if E.is_crafter(args.task) else {})
+                     dry_run_options={"crafter_impl": args.crafter_impl} if env.is_crafter(args.task) else {})
     try:
         while state.iteration < args.iterations:
             run.iteration = state.iteration
@@ -326,10 +316,11 @@ def main(argv: list[str] | None = None) -> int:
                 if args.mode.plans and rank == 0:
                     agents_phase(args, run, slow, fast, action_set, state, doc)
                 if world > 1:  # every rank gets rank 0's plan and code actions, in the same order
-                    state, actions, active = D.broadcast([state, [asdict(a) for a in action_set.actions],
-                                                          action_set.active])
-                    action_set = ActionSet([E.CodeAction(**a) for a in actions], active)
-                old_mask = action_set.mask(base_actions, CU.plan_rl_config(args.mode, state).get("mask_actions", []))
+                    state, actions, active = distributed.broadcast(
+                        [state, [asdict(a) for a in action_set.actions], action_set.active])
+                    action_set = ActionSet([env.CodeAction(**a) for a in actions], active)
+                in_force = curriculum.plan_rl_config(args.mode, state)
+                old_mask = action_set.mask(base_actions, in_force.get("mask_actions", []))
                 grow_actions(ppo, run.envs, action_set, n_base, old_mask)
                 state.phase = "train"
                 save(run, ppo, action_set, state)
@@ -337,23 +328,23 @@ def main(argv: list[str] | None = None) -> int:
             state.iteration += 1
             state.phase = "plan"
             save(run, ppo, action_set, state)
-        RD.write_unfinished(run)  # the episodes still going when the budget ran out
+        run_dir.write_unfinished(run)  # the episodes still going when the budget ran out
     except KeyboardInterrupt:
-        print(f"\ninterrupted: resume with  python train.py --resume {run_dir}", file=sys.stderr)
+        print(f"\ninterrupted: resume with  python train.py --resume {run.dir}", file=sys.stderr)
         return 130
     except (LLMError, AgentError) as e:
-        return RD.llm_failed(run_dir, e)
+        return run_dir.llm_failed(run.dir, e)
     finally:
-        RD.close(run)
+        run_dir.close(run)
     if world > 1:
-        RD.check_ranks_agree(run_dir, ppo, action_set, rank)
-        D.leave()
+        run_dir.check_ranks_agree(run.dir, ppo, action_set, rank)
+        distributed.leave()
         if rank:
             return 0
-    report.write_summary(run_dir, state.history, args)
-    print(f"done: {ppo.global_step} env steps; summary in {run_dir / 'summary.md'}")
+    report.write_summary(run.dir, state.history, args)
+    print(f"done: {ppo.global_step} env steps; summary in {run.dir / 'summary.md'}")
     return 0
 
 
 if __name__ == "__main__":
-    D.end_process(main())
+    distributed.end_process(main())

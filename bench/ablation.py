@@ -45,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-import env as E
+import env
 import report
 from bench.backends import LLM_DIR, Backend, Replay, backend_of, replay_of, run_dir_of
 from bench.grid import (
@@ -84,11 +84,6 @@ def episodes(run_dir: Path) -> list[tuple[int, dict]]:
     return list(zip(np.cumsum([r["length"] for r in rows]).tolist(), rows, strict=True))
 
 
-def succeeded(row: dict, task: str) -> bool:
-    """The row's own `success` if it has one, else: the task's achievement unlocked."""
-    return bool(row["success"]) if "success" in row else row.get(f"achievement_{E.get_task(task).achievement}", 0) > 0
-
-
 def curve(eps: list[tuple[int, dict]], cell: Cell) -> list[dict]:
     """At each point s = budget * k / POINTS: the episodes whose position lies in (s - budget / POINTS, s],
     their count n and their success rate (crafter: mean achievements unlocked per episode); None if n = 0.
@@ -102,7 +97,7 @@ def curve(eps: list[tuple[int, dict]], cell: Cell) -> list[dict]:
             value = [sum(v > 0 for a, v in row.items() if a.startswith("achievement_")) for row in window]
             points.append({"step": hi, "n": len(window), key: round(float(np.mean(value)), 3) if window else None})
         else:
-            ok = [succeeded(row, cell.task) for row in window]
+            ok = [env.row_success(env.get_task(cell.task), row) for row in window]
             points.append({"step": hi, "n": len(window), key: round(float(np.mean(ok)), 4) if ok else None})
     return points
 

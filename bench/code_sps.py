@@ -30,8 +30,8 @@ import time
 import numpy as np
 import torch
 
-import env as E
-import ppo as P
+import env
+import ppo
 from policy import Agent
 from reference import plans, skills, whole_task
 
@@ -44,7 +44,7 @@ class Mode:
     def __init__(self, mode: str, args, task: str):
         self.mode, self.args, self.task = mode, args, task
         self.steps, self.wall, self.code_steps, self.timed_code_steps = 0, 0.0, 0, 0
-        P.seed_everything(args.seed)
+        ppo.seed_everything(args.seed)
         actions = []
         if mode == "rlgpt":
             plan = plans.reference_plan(task)
@@ -53,23 +53,23 @@ class Mode:
             masked = plan["rl_config"]["mask_actions"]
         elif mode == "code":
             actions = [whole_task.whole_task_program(task)]
-        self.envs = E.make_vec_env(task, args.num_envs, seed=args.seed, code_actions=actions)
+        self.envs = env.make_vec_env(task, args.num_envs, seed=args.seed, code_actions=actions)
         self.n_base = self.envs.single_action_space.n - len(actions)
         if mode == "code":
             self.envs.reset(seed=None)
             return
         space = self.envs.single_observation_space
         agent = Agent(space, self.n_base)
-        cfg = P.PPOConfig(num_steps=args.num_steps, num_minibatches=args.minibatches, update_epochs=args.epochs)
+        cfg = ppo.PPOConfig(num_steps=args.num_steps, num_minibatches=args.minibatches, update_epochs=args.epochs)
         self.mask = None
         if actions:
-            base = np.array([name not in masked for name in E.get_task(task).actions], dtype=bool)
+            base = np.array([name not in masked for name in env.get_task(task).actions], dtype=bool)
             agent.extend(len(actions), prior=cfg.new_action_prior, mask=base)
             self.mask = np.concatenate([base, np.ones(len(actions), dtype=bool)])
-        self.ppo = P.PPO(agent, cfg, device="cpu")
+        self.ppo = ppo.PPO(agent, cfg, device="cpu")
 
     def _count(self, actions: np.ndarray, infos: dict) -> None:
-        prim = P.step_info(infos, "prim_steps", 1, len(actions))
+        prim = ppo.step_info(infos, "prim_steps", 1, len(actions))
         self.code_steps += int(prim[actions >= self.n_base].sum())
 
     def run(self, n: int) -> int:
@@ -82,7 +82,7 @@ class Mode:
         while taken < n:  # as code_actions.run_program steps the envs
             infos = self.envs.step(actions)[4]
             self._count(actions, infos)
-            taken += int(P.step_info(infos, "prim_steps", 1, len(actions)).sum())
+            taken += int(ppo.step_info(infos, "prim_steps", 1, len(actions)).sum())
         return taken
 
     def timed(self, n: int) -> None:

@@ -19,11 +19,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-import env as E
+from env import make_crafter, make_env, make_vec_env
 from envs import fastcrafter
 
 # The reference is crafter.Env with insertion-ordered chunks (fastcrafter's one difference), as env.py builds it.
-IMPLS = {"crafter.Env": lambda **kw: E.make_crafter("original", **kw), "fastcrafter.Env": fastcrafter.Env}
+IMPLS = {"crafter.Env": lambda **kw: make_crafter("original", **kw), "fastcrafter.Env": fastcrafter.Env}
 
 
 def step_rate(make: Callable, steps: int, seed: int) -> float:
@@ -99,7 +99,7 @@ def raw_env(steps: int, seed: int) -> tuple[float, float]:
 
 
 def wrapped(steps: int, seed: int) -> tuple[float, float]:
-    env, rng = E.make_env("crafter", seed), np.random.default_rng(seed)
+    env, rng = make_env("crafter", seed), np.random.default_rng(seed)
     env.reset(seed=seed)
 
     def step():
@@ -111,7 +111,7 @@ def wrapped(steps: int, seed: int) -> tuple[float, float]:
 
 
 def vector(steps: int, seed: int, num_envs: int, async_: bool) -> tuple[float, float]:
-    envs = E.make_vec_env("crafter", num_envs, async_=async_, seed=seed)
+    envs = make_vec_env("crafter", num_envs, async_=async_, seed=seed)
     rng = np.random.default_rng(seed)
     envs.reset(seed=seed)
     wall, cpu = timed(steps // num_envs, lambda: envs.step(rng.integers(17, size=num_envs)))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-import env as E
+import env
 import report
 from bench.backends import LLM_DIR, backend_results
 from bench.grid import (
@@ -117,7 +117,7 @@ def crafter_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
                   + " | ".join(f"ours: {m} (n={len(r)})" for m, r in rates.items()) + " |",
                   "|---|" + "---|" * len(rates)]
         lines += [f"| {a} | " + " | ".join(f"{np.mean([seed[a] for seed in r]):.1f}" for r in rates.values()) + " |"
-                  for a in E.ACHIEVEMENTS]
+                  for a in env.ACHIEVEMENTS]
     return lines + [""]
 
 

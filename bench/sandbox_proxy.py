@@ -20,7 +20,7 @@ import time
 import crafter
 import numpy as np
 
-import env as E
+from env import make_env
 from sandbox.host import Worker
 
 LOOP = "def bench(api):\n    for _ in range({n}):\n        api.{call}()\n    return True\n"
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
 
     raw, rng = crafter.Env(seed=0, length=None), np.random.default_rng(0)
     raw.reset()
-    env = E.make_env("crafter", 0)
+    env = make_env("crafter", 0)
     env.reset(seed=0)
     worker = Worker()
     start = time.perf_counter()

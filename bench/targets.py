@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-import env as E
+import env
 from bench.grid import BUDGETS, COMPARISONS, KEPT, TARGETS, Cell, curve_key
 
 
@@ -83,7 +83,7 @@ def comparison_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
             got, ok = ("—", None) if a is None or b is None else (f"{a:.2f} vs {b:.2f}", a >= b + margin - 1e-9)
             rows.append(f"| {task}, rlgpt | training success at the budget, against `{other}` | {aim} | {got} | "
                         f"{'not measured yet' if ok is None else 'met' if ok else 'missed'} |")
-    learned = [a for a in E.ACHIEVEMENTS if (p := mean("crafter", "rl", a)) is not None and p > 100 * KEPT[0]]
+    learned = [a for a in env.ACHIEVEMENTS if (p := mean("crafter", "rl", a)) is not None and p > 100 * KEPT[0]]
     ratios = {a: (mean("crafter", "rlgpt", a), mean("crafter", "rl", a)) for a in learned}
     if ratios and all(r is not None for r, _ in ratios.values()):
         low, (r, p) = min(ratios.items(), key=lambda kv: kv[1][0] / kv[1][1])
@@ -115,7 +115,7 @@ def why_missed(r: dict) -> str:
         text = f"curve{unit} peaked at {best[key]:.2f} (env step {best['step']}), ended at {pts[-1][key]:.2f}"
     its = [it for it in r.get("iterations", []) if it.get("train")]
     if its:
-        goal = E.get_task(r["task"]).achievement  # None: no single goal, so no episode counts as a success
+        goal = env.get_task(r["task"]).success  # {}: no single goal, so no episode counts as a success
         what = "training success" + ("" if goal else " (none can succeed: this task has no single goal, so the "
                                      "critic's keep-or-roll-back rule compares 0 with 0)")
         text += f"; {what} per iteration: " + ", ".join(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import deque
 
-import crafter.constants as C
+from crafter import constants
 
 from core import PrimitiveAPI
 from envs.crafter_tasks import ACTIONS, recipe_table
@@ -80,16 +80,16 @@ class CrafterAPI(PrimitiveAPI):
 
     def place(self, item: str) -> bool:
         """Place stone, table, furnace or plant on the facing cell (see Recipes). True if it was placed."""
-        if item not in C.place:
-            raise ValueError(f"place() takes one of {sorted(C.place)}, not {item!r}")
+        if item not in constants.place:
+            raise ValueError(f"place() takes one of {sorted(constants.place)}, not {item!r}")
         self._act(ACTIONS.index("place_" + item))
         return self.in_front() == item
 
     def make(self, item: str) -> bool:
         """Craft wood/stone/iron_pickaxe or _sword (see Recipes: a table nearby, for iron a furnace too).
         True if its count went up."""
-        if item not in C.make:
-            raise ValueError(f"make() takes one of {sorted(C.make)}, not {item!r}")
+        if item not in constants.make:
+            raise ValueError(f"make() takes one of {sorted(constants.make)}, not {item!r}")
         before = self.inventory()[item]
         self._act(ACTIONS.index("make_" + item))
         return self.inventory()[item] > before
@@ -135,7 +135,7 @@ class CrafterAPI(PrimitiveAPI):
                 nxt = (x + ux, y + uy)
                 if grid.get(nxt) == name:  # stand here and face it: a blocked move only turns
                     return first[(x, y)] or word
-                if nxt not in first and grid.get(nxt) in C.walkable:
+                if nxt not in first and grid.get(nxt) in constants.walkable:
                     first[nxt] = first[(x, y)] or word
                     queue.append(nxt)
         return None

@@ -15,6 +15,7 @@ import crafter
 import gymnasium as gym
 import numpy as np
 
+from core import succeeded
 from envs import fastcrafter
 from envs.crafter_api import CrafterAPI, view_set
 from envs.crafter_tasks import ACHIEVEMENTS, ACTIONS, ALIASES, ITEMS, TASKS, get_task, recipe_table  # noqa: F401
@@ -96,7 +97,7 @@ class CrafterEnv(gym.Env):
         self.seed_key, self.episode_number, self._crafter_seed = (stream, rank, index), -1, None
         self.iteration = 0  # the RL-GPT iteration, written into stats rows (the trainer sets it)
         self.max_steps = max_steps or self.task.max_steps
-        self.crafter_reward = crafter_reward or self.task.achievement is None
+        self.crafter_reward = crafter_reward or not self.task.success
         self.stats_path = Path(stats_path) if stats_path else None
         self.held_rows: list[dict] | None = None  # a list: rows are kept here, not written (write_held_rows)
         self.render_mode = render_mode
@@ -156,16 +157,15 @@ class CrafterEnv(gym.Env):
         image, reward, dead, cinfo = self._crafter.step(int(action))
         self._length += 1
         self._crafter_return += cinfo["reward"]
-        goal = self.task.achievement
-        success = goal is not None and cinfo["achievements"][goal] > 0
-        if goal is not None:
+        success = succeeded(self.task.success, cinfo["achievements"], cinfo["inventory"], self._length, not dead)
+        if self.task.success:
             reward = float(success) + (reward if self.crafter_reward else 0.0)
         if before is not None:
             inv = cinfo["inventory"]
             reward += sum(w * max(0, inv[k] - before[k]) for k, w in self.shaping.items())
         if self.subtask and not self._subtask_done and cinfo["achievements"][self.subtask] > 0:
             self._subtask_done = True
-            reward += SUBTASK_REWARD if self.subtask != goal else 0.0  # the task's own success pays already
+            reward += SUBTASK_REWARD if self.subtask != self.task.achievement else 0.0  # the task's own pays already
         self._return += reward
         self._achievements = cinfo["achievements"]
         terminated = bool(dead or success)
@@ -192,11 +192,16 @@ class CrafterEnv(gym.Env):
 
     def stats_row(self) -> dict:
         """The episode so far as one row of Crafter's Recorder format (length, reward, achievement_*),
-        so Crafter's own scripts read it, plus its world `seed` and the `iteration` it ended in.
+        so Crafter's own scripts read it, plus its world `seed`, the `iteration` it ended in, how it ended, and
+        for a task whose success test reads the inventory, the inventory at the end.
         The trainer also asks for it at the end of a run, for the episodes still going then."""
         row = {"length": self._length, "reward": round(self._crafter_return, 1)}
         row.update({f"achievement_{k}": v for k, v in self._achievements.items()})
-        return dict(row, seed=self.world_seed, iteration=self.iteration, end=self._end)
+        row = dict(row, seed=self.world_seed, iteration=self.iteration, end=self._end)
+        if "inventory" in self.task.success:  # what the test reads (env.row_success); other tasks' rows keep Crafter's
+            player = self._crafter._player  # None before the first reset
+            row["inventory"] = dict(player.inventory) if player else {}
+        return row
 
     def _death_cause(self, health_before: int) -> str:
         """What took the player's last health on this step, by Crafter's rules (crafter/objects.py): lava

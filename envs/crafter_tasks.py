@@ -1,6 +1,7 @@
-"""Crafter's tasks (one per achievement, plus the whole benchmark) and the game's rules as the prompts
-show them, read from Crafter's own data.yaml (crafter.constants) so they never drift from the game: the
-task records the slow agent reads, and the recipe table of the API doc (crafter_api.CrafterAPI.RECIPES).
+"""Crafter's tasks (one per achievement, a few with a success test of their own, and the whole benchmark)
+and the game's rules as the prompts show them, read from Crafter's own data.yaml (crafter.constants) so they
+never drift from the game: the task records the slow agent reads, and the recipe table of the API doc
+(crafter_api.CrafterAPI.RECIPES).
 
 Data, not code: crafter_env.py plays these tasks; env.get_task finds them with MineDojo's.
 """
@@ -9,15 +10,15 @@ from __future__ import annotations
 
 from collections import Counter
 
-import crafter.constants as C
+from crafter import constants
 
-from core import Task, unknown_task
+from core import Task, success_problems, unknown_task
 
-ACTIONS: list[str] = list(C.actions)  # Crafter's 17 primitive actions, index = action id
-ITEMS: list[str] = list(C.items)  # the 16 inventory entries, in observation order
-ACHIEVEMENTS: list[str] = list(C.achievements)  # the 22 achievements of the benchmark
+ACTIONS: list[str] = list(constants.actions)  # Crafter's 17 primitive actions, index = action id
+ITEMS: list[str] = list(constants.items)  # the 16 inventory entries, in observation order
+ACHIEVEMENTS: list[str] = list(constants.achievements)  # the 22 achievements of the benchmark
 CREATURES = ["cow", "zombie", "skeleton", "arrow", "plant", "ripe_plant"]  # named in the view over their cell
-CELLS: list[str] = list(C.materials) + CREATURES  # what CrafterAPI.view() can name (besides player, unknown)
+CELLS: list[str] = list(constants.materials) + CREATURES  # what CrafterAPI.view() can name (besides player, unknown)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -27,7 +28,7 @@ CELLS: list[str] = list(C.materials) + CREATURES  # what CrafterAPI.view() can n
 def _rule(kind: str, name: str) -> str:
     """Crafter's rule for collecting, placing or making a thing, read from its data.yaml (crafter.constants)
     so the prompts never drift from the game: task descriptions and the API doc's table share it."""
-    r = getattr(C, kind)[name]
+    r = getattr(constants, kind)[name]
     if kind == "collect":
         text = f"needs {_count(r['require']) + ' (kept)' if r['require'] else 'nothing'}; gives {_count(r['receive'])}"
         text += f" with probability {r['probability']}" if "probability" in r else ""
@@ -39,7 +40,7 @@ def _rule(kind: str, name: str) -> str:
 
 def source_of(item: str) -> str | None:
     """The cell that `do` collects `item` from (wood: tree, drink: water, stone: stone), or None."""
-    return next((cell for cell, rule in C.collect.items() if item in rule["receive"]), None)
+    return next((cell for cell, rule in constants.collect.items() if item in rule["receive"]), None)
 
 
 def gained(achievement: str) -> str | None:
@@ -59,13 +60,22 @@ def chain_uses(achievements: tuple[str, ...]) -> dict[str, int]:
     for a in achievements:
         verb, _, thing = a.partition("_")
         if verb in ("place", "make"):
-            uses.update(getattr(C, verb)[thing]["uses"])
+            uses.update(getattr(constants, verb)[thing]["uses"])
         elif verb == "collect" and (source := source_of(thing)):
-            for tool, n in C.collect[source]["require"].items():
+            for tool, n in constants.collect[source]["require"].items():
                 uses[tool] = max(uses[tool], n)
     if achievements and (last := gained(achievements[-1])):
         uses[last] = max(uses[last], 1)
     return dict(uses)
+
+
+def task_uses(task: Task) -> dict[str, int]:
+    """Units of each item a task needs: its chain's (chain_uses), and at least what its success test says
+    the inventory must hold (collect_3_stone: 3 stone, not the chain's 1)."""
+    uses = chain_uses(task.chain)
+    for item, n in task.success.get("inventory", {}).items():
+        uses[item] = max(uses.get(item, 0), n)
+    return uses
 
 
 def _count(items: dict[str, int]) -> str:
@@ -77,7 +87,8 @@ def recipe_table() -> str:
     verbs = {"collect": "`do` facing", "place": "place", "make": "make"}
     return "\n".join(["Recipes (Crafter's data.yaml; \"nearby\" is the 3x3 square around the player, diagonals "
                       "included; inventory counts are capped at 9):"]
-                     + [f"- {verbs[kind]} {name}: {_rule(kind, name)}" for kind in verbs for name in getattr(C, kind)])
+                     + [f"- {verbs[kind]} {name}: {_rule(kind, name)}"
+                        for kind in verbs for name in getattr(constants, kind)])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -90,7 +101,8 @@ _PICKAXE = _TABLE + ("make_wood_pickaxe",)
 _STONE = _PICKAXE + ("collect_stone",)
 _STONE_PICKAXE = _STONE + ("make_stone_pickaxe",)
 _IRON = _STONE_PICKAXE + ("collect_coal", "place_furnace", "collect_iron")
-# name, step limit, prerequisite achievements in order, description
+# name, step limit, prerequisite achievements in order, description; each task's success test is its
+# achievement unlocked ({"achievement": name})
 _TASK_ROWS: list[tuple[str, int, tuple[str, ...], str]] = [
     ("collect_wood", 300, (), f"Collect wood: face a tree and `do` ({_rule('collect', 'tree')})."),
     ("place_table", 500, _WOOD, f"Place a crafting table ({_rule('place', 'table')})."),
@@ -125,14 +137,35 @@ ALIASES = {"harvest_log": "collect_wood", "craft_crafting_table": "place_table",
            "craft_iron_pickaxe": "make_iron_pickaxe", "obtain_diamond": "collect_diamond"}
 
 
-def _task(name: str, achievement: str | None, max_steps: int, chain: tuple[str, ...], description: str) -> Task:
-    """A Crafter task; its sub-tasks (the planner's chain) are achievements, each its own success test."""
-    return Task(name, achievement, max_steps, chain, description, tuple(ACTIONS), tuple(ITEMS),
+# Tasks with a success test of their own (core.SUCCESS_KEYS): name, test, step limit, the milestones on the
+# way in order (every one the test needs: they are the planner's chain and the reference plan's steps), description.
+_TEST_ROWS: list[tuple[str, dict, int, tuple[str, ...], str]] = [
+    ("collect_3_stone", {"inventory": {"stone": 3}}, 1000, _STONE,
+     f"Hold 3 stone at once: face stone and `do`, three times ({_rule('collect', 'stone')})."),
+    ("stone_tools", {"inventory": {"stone_pickaxe": 1, "stone_sword": 1}}, 2000,
+     _STONE_PICKAXE + ("make_stone_sword",), f"Hold a stone pickaxe and a stone sword at once (pickaxe: "
+     f"{_rule('make', 'stone_pickaxe')}; sword: {_rule('make', 'stone_sword')})."),
+    ("survive_500", {"survive": 500}, 500, (),
+     "Stay alive for 500 steps: drink water, eat (a cow, or a ripe plant), sleep when energy is low, and keep "
+     "away from zombies, skeletons' arrows and lava. Health drains while food, drink or energy is empty."),
+]
+
+
+def _task(name: str, success: dict, max_steps: int, chain: tuple[str, ...], description: str) -> Task:
+    """A Crafter task; its sub-tasks (the planner's chain) are achievements, each its own success test.
+    A test that names an unknown achievement or item fails here, at import, rather than never succeeding."""
+    problems = success_problems(success, tuple(ACHIEVEMENTS), tuple(ITEMS))
+    problems += [f"milestone {a!r} is not an achievement" for a in chain if a not in ACHIEVEMENTS]
+    problems += ["Crafter has no success check of its own: say the test with the other keys"] * ("game" in success)
+    if problems:
+        raise ValueError(f"task {name!r}: " + "; ".join(problems))
+    return Task(name, success, max_steps, chain, description, tuple(ACTIONS), tuple(ITEMS),
                 tuple(ACHIEVEMENTS), tuple(CELLS))
 
 
-TASKS: dict[str, Task] = {row[0]: _task(row[0], row[0], *row[1:]) for row in _TASK_ROWS}
-TASKS["crafter"] = _task("crafter", None, 10000, (), (
+TASKS: dict[str, Task] = {row[0]: _task(row[0], {"achievement": row[0]}, *row[1:]) for row in _TASK_ROWS}
+TASKS.update({row[0]: _task(*row) for row in _TEST_ROWS})
+TASKS["crafter"] = _task("crafter", {}, 10000, (), (
     "The whole Crafter benchmark: unlock as many of the 22 achievements as possible in one life (Crafter's own "
     "reward: +1 the first time in an episode each achievement is unlocked, +-0.1 per health point gained or lost). "
     "With no single goal, every success rate of this task is 0.0 by definition and says nothing; it is measured "

@@ -134,7 +134,16 @@ KNOWN: list[tuple[str, str, int, tuple[str, ...], str]] = [  # name, item, max s
 
 
 def _task(name: str, item: str | None, max_steps: int, chain: tuple[str, ...], description: str) -> Task:
-    return Task(PREFIX + name, item, max_steps, chain, description, tuple(ACTIONS), tuple(TRACKED))
+    """A task of the table has 1 `item` in the inventory as its test (what MineDojo's Harvest task checks,
+    target_quantities=1); any other task is judged by MineDojo's own check."""
+    own = {"game": "MineDojo's own success check of this task (is_successful)"}
+    success = {"inventory": {item: 1}} if item else own
+    return Task(PREFIX + name, success, max_steps, chain, description, tuple(ACTIONS), tuple(TRACKED))
+
+
+def target(task: Task) -> str | None:
+    """The item a task of the table harvests (its test's one inventory item); None for any other task."""
+    return next(iter(task.success.get("inventory", {})), None)
 
 
 TASKS: dict[str, Task] = {PREFIX + n: _task(n, *rest) for n, *rest in KNOWN}
@@ -195,9 +204,9 @@ class MineDojoEnv(gym.Env):
         if seed is not None:
             kwargs["seed"] = int(seed)
         make_id = task_id
-        if task.achievement is not None:  # a task of the table: MineDojo's Harvest meta task
+        if target(task) is not None:  # a task of the table: MineDojo's Harvest meta task
             make_id = HARVEST_TASK_ID
-            kwargs = {"target_names": task.achievement, "target_quantities": 1, **kwargs}
+            kwargs = {"target_names": target(task), "target_quantities": 1, **kwargs}
         try:
             self._env = minedojo.make(task_id=make_id, image_size=tuple(image_size), **kwargs)
         except ValueError as e:  # MineDojo's answer to an id it does not know
@@ -210,7 +219,7 @@ class MineDojoEnv(gym.Env):
         self.task_id, self.minedojo_reward = task_id, minedojo_reward
         self.max_steps = max_steps or task.max_steps
         # the record Crafter tasks carry, so prompts are built alike: the table's, else MineDojo's prompt, no chain
-        if task.achievement is None:
+        if target(task) is None:
             prompt = str(getattr(self._env, "task_prompt", "") or task_id)
             task = _task(task_id, None, self.max_steps, (), prompt)
         self.task = task

@@ -9,11 +9,13 @@ rules quote), so every module can use them and the agents fill them with the tas
     code_writer.py  the code writer's templates, its default example, CODE_REPLY_TOKENS and code_rules
 
 `python train.py --task T --show-prompt` (show_prompt.py) prints the first message of each that task T's
---mode sends, exactly as a run sends it; a run keeps every message it sent, with the reply, in llm_transcript.jsonl.
+--mode sends, exactly as a run sends it (first saying so where these settings send none: the reference
+backend, --mode rl); a run keeps every message it sent, with the reply, in llm_transcript.jsonl.
 
 The planner: slow_agent.SlowAgent.plan
     system PLAN_SYSTEM and user PLAN_PROMPT, filled by slow_agent.plan_messages, which includes:
-    - the task, its description and prerequisite chain, its base actions, inventory items (the shaping
+    - the task, its description, its success test in words (core.success_in_words of Task.success) and
+      prerequisite chain, its base actions, inventory items (the shaping
       menu), milestones and view cells (an initiation's "in_view"): the Task record (envs/crafter_tasks.py,
       envs/minedojo_env.py, found by env.get_task);
     - the API doc: core.api_doc(env.api_for(task), --max-macro-steps), from the API class's docstrings
@@ -21,7 +23,8 @@ The planner: slow_agent.SlowAgent.plan
       from Crafter's data.yaml; MineDojo: minedojo_env.RECIPE_TABLE) and common.CALL_RULES;
     - "subtasks": slow_agent._subtasks_rule picks SUBTASKS_LONG (a chain of plans.LONG_CHAIN or more),
       SUBTASKS_BENCHMARK (both followed by CURRICULUM, from curriculum.py's THRESHOLD, WINDOW and
-      MIN_EPISODES and crafter_env.SUBTASK_REWARD), SUBTASKS_SHORT or SUBTASKS_MINEDOJO;
+      MIN_EPISODES and crafter_env.SUBTASK_REWARD), SUBTASKS_TEST (a long chain towards a test that is not
+      one achievement), SUBTASKS_SHORT or SUBTASKS_MINEDOJO;
     - "initiation": INITIATION_VIEW (a game with a view) or INITIATION_INVENTORY, its schema INITIATION_SCHEMA
       (the critic's "initiations" too); the number of
       sub-actions and the shaping bounds: core.MAX_SUBACTIONS, core.SHAPING_RANGE;
@@ -50,6 +53,7 @@ The critic: slow_agent.SlowAgent.critique
     - the mode's parts: with RL (rlgpt, rl+config) PLAN_TITLE, CODE_TITLE, NUMBERS_RL, SUCCESS_RL, EVAL_RL,
       UPDATE_RL and the moves MOVE_TO_CODE, MOVE_FIXES, MOVE_INITIATIONS (with INITIATION_VIEW/_INVENTORY),
       MOVE_RL_CONFIG; under --mode code CRITIC_SYSTEM_CODE and the *_CODE parts, and MOVE_FIXES alone;
+    - the task, its description and its success test in words, as the planner's;
     - the trained plan, as slow_agent._plan_text shows it (each initiation in words);
     - the iteration's statistics (evidence.critic_stats, kept in iter_k/stats.json), in critic.py's
       wording of numbers (num, success_text); SCORE_NOTE on `crafter`; REWARD_TASK or REWARD_GAME;

@@ -19,6 +19,7 @@ by a code writer, plays the whole task with no reinforcement learning. After a r
 statistics and explain what went wrong, so the code writer can fix the routine."""
 
 CRITIC_PROMPT = """Task `{task}`: {description}
+Success test (what every success rate counts): {success}.
 
 {plan_title}
 {plan}
@@ -34,8 +35,8 @@ episode ends when it is done){score}
 - how the failed training episodes ended (episodes each): {ends}
 - where the failed training episodes stalled (share of them that never unlocked each step of the task's \
 chain): {stalls}
-- what the successful training episodes gathered of each item the task's chain needs (units collected or \
-made per successful episode, mean over them, against the units the chain's recipes need): {gathered}
+- what the successful training episodes gathered of each item the task needs (units collected or made per \
+successful episode, mean over them, against the units the chain's recipes and the success test need): {gathered}
 - evaluation, apart from training: success {eval_success} and mean length {eval_length} env steps over \
 {eval_episodes} episodes on unseen worlds, {eval_policy}
 

@@ -14,6 +14,7 @@ fighting, surviving). Each code sub-action becomes one extra action the RL agent
 always keeps the base actions too."""
 
 PLAN_PROMPT = """Task `{task}`: {description}
+Success test (what every success rate counts): {success}.
 Prerequisite chain (what is normally done first, in order): {chain}
 
 Primitive API that code sub-actions are written against:
@@ -54,6 +55,9 @@ INITIATION_INVENTORY = ('{{"inventory": {{item: held at least this many}}, "inve
 
 SUBTASKS_LONG = ("this task has a long prerequisite chain, so first list the chain of sub-tasks that "
                  "reaches it, in order, ending with the task itself; then give sub-actions that serve them. ")
+SUBTASKS_TEST = ("this task has a long prerequisite chain, so first list the chain of sub-tasks that leads to "
+                 "its success test, in order, ending with the last milestone the test needs (the test itself is not a "
+                 "milestone); then give sub-actions that serve them. ")
 SUBTASKS_BENCHMARK = ("this task has no single goal, so you may list a chain of achievements to learn first, in "
                       "order (e.g. the tech tree towards the diamond), or [] for none. ")
 CURRICULUM = ("Training follows the chain as a curriculum, one sub-task at a time, so each sub-task must be one "

@@ -8,7 +8,7 @@ The recipe costs are read from Crafter's own tables and filled into the text (a 
 them), so the program follows the installed version.
 """
 
-import crafter.constants as C
+from crafter import constants
 
 SOURCE = '''
 def station_near(g, name):
@@ -157,10 +157,10 @@ def interesting(g, inv):
             or "diamond" in names and inv["iron_pickaxe"] > 0)
 '''
 
-TABLE_WOOD = C.place["table"]["uses"]["wood"]
-FURNACE_STONE = C.place["furnace"]["uses"]["stone"]
+TABLE_WOOD = constants.place["table"]["uses"]["wood"]
+FURNACE_STONE = constants.place["furnace"]["uses"]["stone"]
 # (tool, what it uses, the stations it needs nearby) in the order the program makes them, from Crafter's tables
-RECIPES = [(tool, C.make[tool]["uses"], C.make[tool]["nearby"]) for tool in
+RECIPES = [(tool, constants.make[tool]["uses"], constants.make[tool]["nearby"]) for tool in
            ("wood_pickaxe", "wood_sword", "stone_pickaxe", "stone_sword", "iron_pickaxe", "iron_sword")]
 
 

@@ -26,7 +26,7 @@ import ast
 import json
 
 from core import CodeAction
-from envs.minedojo_env import TASKS, get_task
+from envs.minedojo_env import TASKS, get_task, target
 from reference.plans import LONG_CHAIN
 from reference.skills import LABEL
 from reference.whole_task import program
@@ -136,7 +136,7 @@ def _known(task_name: str):
 def reference_plan(task_name: str) -> dict:
     """The hand-written plan of a task of minedojo_env.TASKS, exactly as the slow agent's JSON."""
     task = _known(task_name)
-    chain = list(task.prerequisites) + [task.achievement]
+    chain = list(task.prerequisites) + [target(task)]
     subactions = [{"name": "find_tree", "how": "rl", "spec": FIND_TREE, "reason": RL_REASON}]
     for item in chain:
         skill = SKILLS[STEP_OF[item]]
@@ -161,7 +161,7 @@ GUARDS = {  # item -> when its skill is worth a call, beyond the skill's own mat
 def whole_task_program(task_name: str, max_macro_steps: int = 64) -> CodeAction:
     """The task's skills behind one entry, `solve_task(api)`, most advanced first, chop_log last."""
     task = _known(task_name)
-    chain = list(task.prerequisites) + [task.achievement]
+    chain = list(task.prerequisites) + [target(task)]
     calls = [(GUARDS.get(item), f"{STEP_OF[item]}(api)") for item in reversed(chain) if item != "log"]
     return program(task.name, max_macro_steps, calls, "chop_log(api)",
                    "".join("\n" + SKILLS[STEP_OF[item]].source for item in chain))

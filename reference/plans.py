@@ -29,6 +29,8 @@ RL_ONLY: dict[str, tuple[str, str]] = {
                         "dodging its arrows, and hit it until it dies."),
     "wake_up": ("wait_until_tired", "Keep the player safe (away from zombies and lava) until energy drops "
                 "below full, then choose the sleep_when_tired code action."),
+    "survive_500": ("stay_alive", "Keep food, drink and energy up (eat a cow, drink water, sleep when energy is "
+                    "low) and keep away from zombies, skeletons' arrows and lava, so the player lives 500 steps."),
     "crafter": ("choose_and_survive", "Choose which code action runs when (it is not fixed in any code: e.g. "
                 "drink or eat before the meter runs out, shelter before night, the next tool once its materials are "
                 "held), and react from what the image shows where no code action fits: flee or fight zombies and "
@@ -70,7 +72,7 @@ def _code_spec(skill: CodeAction) -> str:
 def reference_plan(task_name: str) -> dict:
     """The hand-written plan of a task, exactly as the slow agent's JSON (validated by its schema)."""
     task = get_task(task_name)
-    if task.achievement is None:  # the whole benchmark: the routine's behaviours as code, choosing among them RL's
+    if not task.success:  # the whole benchmark: the routine's behaviours as code, choosing among them RL's
         name, spec = RL_ONLY[task.name]
         return {"task": task.name, "subtasks": [], "subactions": [
             *({"name": part, "how": "code", "reason": PART_REASON, "initiation": CRAFTER_PARTS[part].initiation,
@@ -78,11 +80,11 @@ def reference_plan(task_name: str) -> dict:
               for part, doc, _, _ in PARTS),
             {"name": name, "how": "rl", "spec": spec, "reason": CHOICE_REASON}],
             "rl_config": {"shaping": {}, "mask_actions": CRAFTER_MASK}}
-    chain = list(task.prerequisites) + [task.achievement]
+    chain = list(task.chain)  # a task with a test of its own: its milestones, every one the test needs
     subtasks = chain if len(task.prerequisites) >= LONG_CHAIN else []
     targets = [STEPS[a][0] for a in chain if a in STEPS and STEPS[a][0]]
     subactions = []
-    if targets and subtasks and task.achievement:  # a curriculum: one search per sub-task, with its own pull
+    if targets and subtasks:  # a curriculum: one search per sub-task, with its own pull
         for a in [a for a in chain if a in STEPS and STEPS[a][0]]:
             target = STEPS[a][0]
             subactions.append({"name": f"find_{target}", "how": "rl", "subtask": a, "reason": RL_REASON,
@@ -104,8 +106,8 @@ def reference_plan(task_name: str) -> dict:
         subactions.append({"name": name, "how": "rl", "spec": spec, "reason": RL_REASON})
     if "defeat_zombie" not in chain:  # zombies roam the grass in every task: fending them off starts as RL's
         subactions.append({"name": "fight_zombie", "how": "rl", "spec": FEND_OFF, "reason": RL_REASON})
-    shaping = dict(SHAPING[a] for a in chain[:-1] if a in SHAPING) if task.achievement else {}
-    mask = [] if task.achievement is None else [
+    shaping = dict(SHAPING[a] for a in (chain[:-1] if task.achievement else chain) if a in SHAPING)
+    mask = [
         f"{verb}_{thing}" for verb, things in (("place", ["stone", "table", "furnace", "plant"]),
                                                ("make", ["wood_pickaxe", "stone_pickaxe", "iron_pickaxe",
                                                          "wood_sword", "stone_sword", "iron_sword"]))

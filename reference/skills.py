@@ -24,7 +24,7 @@ import argparse
 import ast
 import dataclasses
 
-import crafter.constants as C
+from crafter import constants
 
 from core import CodeAction
 from envs.crafter_tasks import source_of
@@ -245,12 +245,12 @@ def initiation_of(skill: str, in_view: bool = True) -> dict:
     achievement = next(a for a, (_, name) in STEPS.items() if name == skill)
     verb, _, thing = achievement.partition("_")
     if verb == "make":
-        need, cells = dict(C.make[thing]["uses"]), list(C.make[thing]["nearby"])
+        need, cells = dict(constants.make[thing]["uses"]), list(constants.make[thing]["nearby"])
     elif verb == "place":
-        need, cells = dict(C.place[thing]["uses"]), []
+        need, cells = dict(constants.place[thing]["uses"]), []
     elif verb == "collect":
         source = source_of(thing)  # wood: tree, drink: water
-        need, cells = dict(C.collect[source]["require"]), [source]
+        need, cells = dict(constants.collect[source]["require"]), [source]
     else:
         need, cells = {}, [STEPS[achievement][0]] if STEPS[achievement][0] else []  # fight_zombie: a zombie
     initiation = {"inventory": need} if need else {}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-import crafter.constants as C
+from crafter import constants
 
 from core import CodeAction
 from env import get_task
@@ -47,23 +47,25 @@ def whole_task_program(task_name: str, max_macro_steps: int = 64) -> CodeAction:
     """The task's skills behind one entry, `solve_task(api)`, each guarded so that it never works for
     more than the chain needs (e.g. 5 stone for a stone pickaxe and a furnace, then no more mining)."""
     task = get_task(task_name)
-    goal = task.achievement
-    if goal is None:  # the whole benchmark: survival and every achievement, a program of its own
+    goal = task.achievement  # None for a test of another kind: every step of its chain is then guarded
+    if not task.success:  # the whole benchmark: survival and every achievement, a program of its own
         return CodeAction("solve_task", crafter_program.program_source(),
                           LABEL + "whole-benchmark program for crafter (--mode code, crafter_program.py)",
                           "solve_task")
-    chain = list(task.prerequisites) + [goal]
+    chain = list(task.chain)
     needs: dict[str, int] = {}  # materials the whole chain uses up
     for a in chain:
         verb, _, thing = a.partition("_")
-        for item, n in getattr(C, verb, {}).get(thing, {}).get("uses", {}).items():
+        for item, n in getattr(constants, verb, {}).get(thing, {}).get("uses", {}).items():
             needs[item] = needs.get(item, 0) + n
+    for item, n in task.success.get("inventory", {}).items():  # and what the test says to hold
+        needs[item] = max(needs.get(item, 0), n)
     tools = " or ".join(f'inventory["{a[5:]}"] < 1' for a in chain if a.startswith("make_")) or "True"
     iron_tools = " or ".join(f'inventory["{a[5:]}"] < 1' for a in chain if a.startswith("make_iron")) or "True"
     guards = {"place_table": f'api.nearest("table") is None and ({tools})',
               "place_furnace": f'api.nearest("furnace") is None and ({iron_tools})', **SURVIVAL}
     for a in chain:
-        if a.startswith("collect_") and a[8:] in C.items:
+        if a.startswith("collect_") and a[8:] in constants.items:
             guards[a] = f'inventory["{a[8:]}"] < {max(1, needs.get(a[8:], 0))}'
         elif a.startswith("make_"):
             guards[a] = f'inventory["{a[5:]}"] < 1'

@@ -368,7 +368,7 @@ def test_a_shaped_item_that_code_gathers_far_beyond_the_chains_need_is_no_longer
     fb = rule_based_critique(plan, code, stats)
     assert fb.rl_config["shaping"] == {}
     assert any(r.startswith("rl_config: stop shaping wood: 30 successful episodes gathered 10.5 on average "
-                            "where the task's chain needs 3") and "calling chop_tree again" in r for r in fb.reasons)
+                            "where the task needs 3") and "calling chop_tree again" in r for r in fb.reasons)
     # gathering about what the chain needs, no code action gathering it (rl+config), or too few successes: kept
     lean = {**stats, "gathered": gathered("collect_stone", [{**r, "achievement_collect_wood": 4,
                                                               "achievement_make_wood_pickaxe": 1} for r in rows])}
@@ -421,8 +421,8 @@ def test_the_critic_reads_training_lengths_and_ends_with_their_n_apart_from_the_
     text = srv.requests[0].json["messages"][-1]["content"]
     assert "training episode length (env steps): mean 25.0 over all 881; the 850 successful ones: mean 15.0" in text
     assert "how the failed training episodes ended (episodes each): of 31: time limit 20, died: zombie 11" in text
-    assert "mean over them, against the units the chain's recipes need): over 850 successful episodes: wood 1.2 " \
-           "(needs 1)" in text
+    assert "against the units the chain's recipes and the success test need): over 850 successful episodes: " \
+           "wood 1.2 (needs 1)" in text
     assert "evaluation, apart from training: success 0.0 and mean length 57.5 env steps over 8 episodes" in text
     assert "- reward per call: mean over calls of the rewards of the call's env steps, summed, not discounted" in text
 
@@ -468,6 +468,21 @@ def test_show_prompt_prints_what_the_planner_the_fast_agent_and_the_critic_send(
     assert "training episode length (env steps)" in critic and "rollout of 128 decisions in each of 4 envs" in critic
     assert "32 environment steps" in fast and "32 environment steps" in planner
     assert '"variants"' not in critic  # an LLM run is offered none, in the prompt or the reply schema
+
+
+def test_show_prompt_and_the_log_say_when_a_run_would_send_no_prompt(capsys, monkeypatch, tmp_path):
+    """The reference backend (and --mode rl) send nothing: a prompt edit changes nothing there, and both say so."""
+    for var in ("RLGPT_LLM_URL", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    for argv, says in [([], "the reference backend"), (["--llm", "reference"], "the reference backend"),
+                       (["--mode", "rl"], "--mode rl is plain PPO"),
+                       (["--llm", "http", "--llm-url", "http://x/v1"], None)]:
+        assert train.main(["--show-prompt", *argv]) == 0
+        first = capsys.readouterr().out.splitlines()[0]
+        assert first.startswith("NOTE: a run with these settings sends no prompt at all") == bool(says), argv
+        assert says is None or says in first
+    args, _, _ = train.parse_args(["--llm", "reference"])
+    assert "no prompt is sent" in train.run_dir.make_llm(args, tmp_path)[2]  # what the log's "agents' backend" says
 
 
 def test_code_stats_say_which_code_is_hand_written_and_collect_the_finished_episodes():

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-import distributed as D
+import distributed
 import train
 from tests.test_train import TINY, history, run_dir
 
@@ -76,17 +76,17 @@ def test_two_ranks_make_one_run_with_identical_weights(runs):
 def test_one_process_never_touches_torch_distributed(monkeypatch):
     for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
         monkeypatch.delenv(var, raising=False)
-    assert D.init_distributed("cpu") == (0, 1, "cpu")
+    assert distributed.init_distributed("cpu") == (0, 1, "cpu")
     assert not torch.distributed.is_initialized()
     obj = {"plan": [1, 2]}
-    assert D.broadcast(obj) is obj and D.all_gather([3, 4]) == [3, 4]
+    assert distributed.broadcast(obj) is obj and distributed.all_gather([3, 4]) == [3, 4]
 
 
 @pytest.mark.parametrize("world", ["1", "2"])
 def test_a_rank_ends_with_its_code_and_its_output_flushed(world):
     """Under torchrun a rank leaves by os._exit (gloo's threads can abort the interpreter's teardown): its
     exit code and its buffered output must still come out; a plain process exits as usual."""
-    code = "import distributed as D\nprint('done', end='')\nD.end_process(3)\n"
+    code = "import distributed\nprint('done', end='')\ndistributed.end_process(3)\n"
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "PYTHONUNBUFFERED")}
     env["WORLD_SIZE"] = world  # and stdout a pipe, so block-buffered: lost to os._exit unless flushed
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env=env)

@@ -98,3 +98,14 @@ def test_the_readme_and_results_page_match_bench_results():
     done = subprocess.run([sys.executable, "-m", "bench.ablation", "--check"], cwd=REPO, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_task_counts_the_pages_state_are_the_tables():
+    """"Crafter's N tasks" and the tasks with a test of their own, as environments.md says them, are the table's."""
+    from envs.crafter_tasks import _TEST_ROWS, TASKS
+    text = " ".join((REPO / "docs" / "environments.md").read_text().split())
+    said = re.search(r"prints Crafter's (\d+) tasks.*?one per achievement \((\d+),.*?(\d+) with a test of their own "
+                     r"\(([^)]*)\)", text)
+    assert said, "environments.md no longer says how many tasks there are in the expected words"
+    assert (int(said[1]), int(said[2]), int(said[3])) == (len(TASKS), len(TASKS) - len(_TEST_ROWS) - 1, len(_TEST_ROWS))
+    assert re.findall(r"`(\w+)`", said[4]) == [row[0] for row in _TEST_ROWS]

@@ -9,26 +9,42 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-import env as E
 from core import api_doc
+from env import (
+    ACHIEVEMENTS,
+    ACTIONS,
+    CHOP_TREE,
+    EVAL,
+    ITEMS,
+    TRAIN,
+    CodeAction,
+    CodeActionVectorEnv,
+    CrafterAPI,
+    CrafterEnv,
+    get_task,
+    make_env,
+    make_vec_env,
+    set_vec_code_actions,
+    world_seed,
+)
 
-WOOD = E.ITEMS.index("wood")
+WOOD = ITEMS.index("wood")
 
 
-def code(name: str, body: str) -> E.CodeAction:
-    return E.CodeAction(name, f"def {name}(api):\n" + body)
+def code(name: str, body: str) -> CodeAction:
+    return CodeAction(name, f"def {name}(api):\n" + body)
 
 
 def test_check_env_passes_for_a_crafter_task():
-    check_env(E.CrafterEnv("collect_wood", seed=0), skip_render_check=True)
-    check_env(E.make_env("place_table", 1, code_actions=[E.CHOP_TREE]), skip_render_check=True)
+    check_env(CrafterEnv("collect_wood", seed=0), skip_render_check=True)
+    check_env(make_env("place_table", 1, code_actions=[CHOP_TREE]), skip_render_check=True)
 
 
 def test_observation_matches_space_and_carries_no_world_map():
-    env = E.make_env("collect_wood", 0)
+    env = make_env("collect_wood", 0)
     obs, _ = env.reset(seed=0)
     assert env.observation_space.contains(obs)
-    assert obs["inventory"][E.ITEMS.index("health")] == 9
+    assert obs["inventory"][ITEMS.index("health")] == 9
     _, _, _, _, info = env.step(0)
     assert "semantic" not in info and "player_pos" not in info
     assert info["prim_steps"] == 1 and info["code_action"] == -1
@@ -36,7 +52,7 @@ def test_observation_matches_space_and_carries_no_world_map():
 
 def test_same_seed_same_trajectory():
     def rollout(seed, garbage=()):
-        env = E.make_env("crafter", seed)
+        env = make_env("crafter", seed)
         obs, _ = env.reset(seed=seed)
         rng = np.random.default_rng(0)
         frames = [obs["image"]]
@@ -56,7 +72,7 @@ def test_same_seed_same_trajectory():
 
 
 def test_scripted_code_action_gets_wood_within_60_steps():
-    env = E.make_env("collect_wood", 0, code_actions=[E.CHOP_TREE], max_macro_steps=60)
+    env = make_env("collect_wood", 0, code_actions=[CHOP_TREE], max_macro_steps=60)
     visible, got_wood, seed = 0, 0, 0
     while visible < 20:
         obs, _ = env.reset(seed=seed)
@@ -64,7 +80,7 @@ def test_scripted_code_action_gets_wood_within_60_steps():
         if env.unwrapped.make_api(0).nearest("tree") is None:
             continue
         visible += 1
-        obs, reward, terminated, _, info = env.step(len(E.ACTIONS))
+        obs, reward, terminated, _, info = env.step(len(ACTIONS))
         assert info["prim_steps"] <= 60
         if obs["inventory"][WOOD] > 0:
             got_wood += 1
@@ -78,7 +94,7 @@ def test_code_action_errors_are_reported_and_env_keeps_working():
         code("forever", "    while True:\n        api.noop()\n"),
         code("lazy", "    return True\n"),
     ]
-    env = E.make_env("collect_wood", 0, code_actions=actions, max_macro_steps=10)
+    env = make_env("collect_wood", 0, code_actions=actions, max_macro_steps=10)
     env.reset(seed=0)
     _, _, _, _, info = env.step(17)
     assert "line 4" in info["code_error"] and "ZeroDivisionError" in info["code_error"]
@@ -93,7 +109,7 @@ def test_code_action_errors_are_reported_and_env_keeps_working():
 
 def test_episode_ending_inside_a_code_action_and_lengths_count_primitive_steps():
     actions = [code("wait", "    api.noop(8)\n    return True\n")]
-    env = E.make_env("collect_wood", 0, code_actions=actions, max_steps=20)
+    env = make_env("collect_wood", 0, code_actions=actions, max_steps=20)
     env.reset(seed=0)
     total, done = 0, False
     while not done:
@@ -107,7 +123,7 @@ def test_episode_ending_inside_a_code_action_and_lengths_count_primitive_steps()
 
 def test_stats_jsonl_in_crafters_recorder_format(tmp_path):
     path = tmp_path / "stats.jsonl"
-    env = E.make_env("collect_wood", 0, max_steps=5, stats_path=path)
+    env = make_env("collect_wood", 0, max_steps=5, stats_path=path)
     for _ in range(2):
         env.reset()
         while True:
@@ -116,11 +132,11 @@ def test_stats_jsonl_in_crafters_recorder_format(tmp_path):
                 break
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert len(lines) == 2 and lines[0]["length"] == 5
-    assert {f"achievement_{a}" for a in E.ACHIEVEMENTS} <= set(lines[0])
+    assert {f"achievement_{a}" for a in ACHIEVEMENTS} <= set(lines[0])
 
 
 def test_vector_env_reports_episode_stats_per_env():
-    envs = E.make_vec_env("collect_wood", 2, code_actions=[E.CHOP_TREE], seed=0, max_steps=3)
+    envs = make_vec_env("collect_wood", 2, code_actions=[CHOP_TREE], seed=0, max_steps=3)
     envs.reset(seed=0)
     for _ in range(3):
         obs, _, terminated, truncated, infos = envs.step(np.zeros(2, dtype=np.int64))
@@ -146,12 +162,12 @@ def test_code_actions_running_at_once_give_what_stepping_the_envs_one_by_one_giv
     the same observations, rewards, ends and infos at every step, and the same stats file, row for row.
     At step 6 env 0's code action works a while before its one step and env 1's base action ends its
     episode meanwhile: the rows must still come in env order."""
-    actions = [E.CHOP_TREE, code("busy", "    n = 0\n    for i in range(40000):\n        n += i\n    api.noop()\n")]
-    made = {kind: E.make_vec_env("collect_wood", 3, code_actions=actions, seed=4, max_steps=6,
-                                 stats_path=tmp_path / f"{kind}.jsonl") for kind in ("together", "one_by_one")}
+    actions = [CHOP_TREE, code("busy", "    n = 0\n    for i in range(40000):\n        n += i\n    api.noop()\n")]
+    made = {kind: make_vec_env("collect_wood", 3, code_actions=actions, seed=4, max_steps=6,
+                               stats_path=tmp_path / f"{kind}.jsonl") for kind in ("together", "one_by_one")}
     together, one_by_one = made["together"], gym.vector.SyncVectorEnv(
         made["one_by_one"].env_fns, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
-    assert type(together) is E.CodeActionVectorEnv
+    assert type(together) is CodeActionVectorEnv
     rng = np.random.default_rng(0)
     schedule = [[0, 0, 17]] * 5 + [[18, 0, 18]] + rng.choice([0, 1, 2, 17, 18], size=(30, 3)).tolist()
     assert _same(together.reset(seed=4), one_by_one.reset(seed=4))
@@ -168,20 +184,20 @@ def test_an_interrupt_while_code_actions_run_at_once_leaves_no_worker_running(mo
     """Ctrl-C inside an api call of one env's code action (here: noop raises it), or in another env's base
     step, reaches the trainer; every worker of that step is ended, no stats row stays held, and the next
     step starts fresh workers."""
-    envs = E.make_vec_env("collect_wood", 3, code_actions=[code("wait", "    api.noop()\n")], seed=1,
-                          stats_path=tmp_path / "stats.jsonl")
+    envs = make_vec_env("collect_wood", 3, code_actions=[code("wait", "    api.noop()\n")], seed=1,
+                        stats_path=tmp_path / "stats.jsonl")
     envs.reset(seed=1)
-    noop = E.CrafterAPI.noop
+    noop = CrafterAPI.noop
 
     def ctrl_c(api, times=1):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(E.CrafterAPI, "noop", ctrl_c)
+    monkeypatch.setattr(CrafterAPI, "noop", ctrl_c)
     with pytest.raises(KeyboardInterrupt):
         envs.step(np.array([17, 0, 17]))
     assert all(env.sandbox._proc is None for env in envs.envs)
     assert all(env.unwrapped.held_rows is None for env in envs.envs)
-    monkeypatch.setattr(E.CrafterAPI, "noop", noop)
+    monkeypatch.setattr(CrafterAPI, "noop", noop)
     monkeypatch.setattr(envs.envs[1], "step", ctrl_c)  # and while another env takes a base step
     with pytest.raises(KeyboardInterrupt):
         envs.step(np.array([17, 0, 17]))
@@ -192,37 +208,37 @@ def test_an_interrupt_while_code_actions_run_at_once_leaves_no_worker_running(mo
 
 
 def test_shaping_rewards_inventory_gains():
-    env = E.make_env("place_table", 0, code_actions=[E.CHOP_TREE], shaping={"wood": 0.25})
+    env = make_env("place_table", 0, code_actions=[CHOP_TREE], shaping={"wood": 0.25})
     env.reset(seed=0)
     _, reward, _, _, _ = env.step(17)
     assert reward == pytest.approx(0.25)
 
 
 def test_primitive_api_view_and_doc():
-    env = E.make_env("collect_wood", 0)
+    env = make_env("collect_wood", 0)
     env.reset(seed=0)
     api = env.unwrapped.make_api(5)
     view = api.view()
     assert len(view) == 7 and all(len(row) == 9 for row in view) and view[3][4] == "player"
     assert api.steps_left() == 5 and api.inventory()["health"] == 9
-    doc = api_doc(E.CrafterAPI)
+    doc = api_doc(CrafterAPI)
     for name in ("view", "nearest", "move", "do", "place", "make", "go_to", "steps_left"):
         assert f"api.{name}(" in doc
 
 
 def test_unknown_task_names_close_matches():
     with pytest.raises(ValueError, match="collect_wood"):
-        E.make_env("colect_wood")
-    assert E.get_task("harvest_log").name == "collect_wood"
+        make_env("colect_wood")
+    assert get_task("harvest_log").name == "collect_wood"
 
 
 def test_code_actions_grow_in_place_without_cutting_episodes():
-    envs = E.make_vec_env("collect_wood", 2, seed=0, max_steps=50)
+    envs = make_vec_env("collect_wood", 2, seed=0, max_steps=50)
     envs.reset()
     for _ in range(5):
         envs.step(np.zeros(2, dtype=np.int64))
     seeds = [r["seed"] for r in envs.call("stats_row")]
-    E.set_vec_code_actions(envs, [code("wait", "    api.noop(3)\n    return True\n")])
+    set_vec_code_actions(envs, [code("wait", "    api.noop(3)\n    return True\n")])
     assert envs.single_action_space.n == 18 and envs.action_space.shape == (2,)
     assert [r["length"] for r in envs.call("stats_row")] == [5, 5]  # the episodes go on
     _, _, _, _, infos = envs.step(np.full(2, 17))
@@ -230,14 +246,14 @@ def test_code_actions_grow_in_place_without_cutting_episodes():
     assert [r["length"] for r in envs.call("stats_row")] == [8, 8]
     assert [r["seed"] for r in envs.call("stats_row")] == seeds  # the same worlds
     with pytest.raises(ValueError, match="appended"):
-        E.set_vec_code_actions(envs, [code("other", "    return True\n")])
+        set_vec_code_actions(envs, [code("other", "    return True\n")])
     envs.close()
 
 
 def test_world_seeds_are_distinct_and_the_recorded_seed_made_the_world(monkeypatch):
-    keys = [(s, stream, rank, i, ep) for s in (1, 2) for stream in (E.TRAIN, E.EVAL) for rank in (0, 1)
+    keys = [(s, stream, rank, i, ep) for s in (1, 2) for stream in (TRAIN, EVAL) for rank in (0, 1)
             for i in range(4) for ep in range(50)]
-    seeds = [E.world_seed(*k) for k in keys]
+    seeds = [world_seed(*k) for k in keys]
     assert len(set(seeds)) == len(keys)
     assert all(0 <= s < 2**31 - 1 and s % 2 == k[1] for s, k in zip(seeds, keys, strict=True))  # stream = parity
     made, world_reset = [], crafter.engine.World.reset  # the seed Crafter's own World.reset gets
@@ -247,12 +263,12 @@ def test_world_seeds_are_distinct_and_the_recorded_seed_made_the_world(monkeypat
         world_reset(world, seed)
 
     monkeypatch.setattr(crafter.engine.World, "reset", spy)
-    env = E.CrafterEnv("collect_wood", seed=7, rank=1, index=2, max_steps=3)
+    env = CrafterEnv("collect_wood", seed=7, rank=1, index=2, max_steps=3)
     for episode in range(3):
         env.reset()
         for _ in range(3):
             env.step(0)
-        assert env.stats_row()["seed"] == made[-1] == E.world_seed(7, E.TRAIN, 1, 2, episode)
+        assert env.stats_row()["seed"] == made[-1] == world_seed(7, TRAIN, 1, 2, episode)
     env.reset(seed=3)  # an explicit seed plays the world crafter.Env(seed=3) plays first
     assert made[-1] == env.stats_row()["seed"] == hash((3, 1)) % (2**31 - 1)
 
@@ -300,7 +316,7 @@ def test_code_stats_count_the_reward_earned_inside_each_call():
 def sand_world(budget: int = 64, **make):
     """A fresh world whose visible 9x7 cells are all sand (no creatures spawn on it) but the player's;
     returns (env, world, player, api). Cells are then set by (dx, dy) from the player. `make`: make_env's options."""
-    env = E.make_env("collect_wood", 0, **make)
+    env = make_env("collect_wood", 0, **make)
     env.reset(seed=0)
     game = env.unwrapped._crafter
     world, player = game._world, game._player
@@ -315,7 +331,7 @@ def sand_world(budget: int = 64, **make):
 
 
 def test_nearby_in_the_doc_is_the_3x3_square_as_in_the_game():
-    doc = api_doc(E.CrafterAPI)
+    doc = api_doc(CrafterAPI)
     assert '"nearby" is the 3x3 square around the player, diagonals included' in doc
     env, world, player, api = sand_world()
     x, y = player.pos
@@ -329,7 +345,7 @@ def test_nearby_in_the_doc_is_the_3x3_square_as_in_the_game():
 
 
 def test_the_recipe_table_holds_every_rule_and_its_costs_are_the_games():
-    doc = api_doc(E.CrafterAPI)
+    doc = api_doc(CrafterAPI)
     for kind, verb in (("collect", "`do` facing"), ("place", "place"), ("make", "make")):
         for name in getattr(crafter.constants, kind):
             assert f"- {verb} {name}: " in doc, (kind, name)
@@ -345,7 +361,7 @@ def test_the_recipe_table_holds_every_rule_and_its_costs_are_the_games():
 
 
 def test_view_and_in_front_name_the_creature_standing_on_a_cell():
-    doc = " ".join(api_doc(E.CrafterAPI).split())
+    doc = " ".join(api_doc(CrafterAPI).split())
     assert "each named instead of the material under it" in doc and "a creature or plant there is named" in doc
     env, world, player, api = sand_world()
     x, y = player.pos
@@ -356,7 +372,7 @@ def test_view_and_in_front_name_the_creature_standing_on_a_cell():
 
 
 def test_go_to_heads_for_the_nearest_target_by_path_and_passes_over_an_unreachable_one():
-    doc = api_doc(E.CrafterAPI)
+    doc = api_doc(CrafterAPI)
     assert "nearest by walking path" in doc and "passed over for the next nearest" in doc
     assert "at once, with no step, if none can" in doc
     env, world, player, api = sand_world()
@@ -373,10 +389,10 @@ def test_go_to_heads_for_the_nearest_target_by_path_and_passes_over_an_unreachab
 
 
 def test_the_doc_names_every_inventory_key_and_says_what_a_call_costs():
-    doc = api_doc(E.CrafterAPI, budget=100)
+    doc = api_doc(CrafterAPI, budget=100)
     line = next(line for line in doc.splitlines() if line.startswith("api.inventory()"))
     env, _, _, api = sand_world()
-    assert set(api.inventory()) == set(E.ITEMS) and all(k in line for k in api.inventory())
+    assert set(api.inventory()) == set(ITEMS) and all(k in line for k in api.inventory())
     env.close()
     assert "when it has taken 100 environment steps" in doc and "charged one noop step" in doc
     assert "each call is one of the agent's decisions" in doc and "Nothing is kept from one call to the next" in doc
@@ -387,11 +403,11 @@ def test_a_code_actions_initiation_masks_it_where_it_cannot_start():
     initiation holds (make_wood_pickaxe: 1 wood held and a table in view), one without an initiation always."""
     from reference import skills
 
-    make = E.CodeAction("make_wood_pickaxe", skills.SKILLS["make_wood_pickaxe"].source, entry="make_wood_pickaxe",
-                        initiation={"inventory": {"wood": 1}, "in_view": ["table"]})
-    env = E.make_env("make_wood_pickaxe", 0, code_actions=[make, code("wait", "    api.noop()\n    return True")])
+    make = CodeAction("make_wood_pickaxe", skills.SKILLS["make_wood_pickaxe"].source, entry="make_wood_pickaxe",
+                      initiation={"inventory": {"wood": 1}, "in_view": ["table"]})
+    env = make_env("make_wood_pickaxe", 0, code_actions=[make, code("wait", "    api.noop()\n    return True")])
     _, info = env.reset(seed=0)
-    n = len(E.ACTIONS)
+    n = len(ACTIONS)
     assert info["action_mask"].tolist() == [True] * n + [False, True]  # no wood, no table
     world, player = env.unwrapped._crafter._world, env.unwrapped._crafter._player
     player.inventory["wood"] = 1
@@ -403,7 +419,7 @@ def test_a_code_actions_initiation_masks_it_where_it_cannot_start():
     player.inventory["wood"] = 0
     _, _, _, _, info = env.step(n + 1)  # a code action's step reports the mask too
     assert info["action_mask"].tolist() == [True] * n + [False, True]
-    plain = E.make_env("make_wood_pickaxe", 0, code_actions=[skills.SKILLS["chop_tree"]])
+    plain = make_env("make_wood_pickaxe", 0, code_actions=[skills.SKILLS["chop_tree"]])
     assert "action_mask" not in plain.reset(seed=0)[1]  # no initiation anywhere: no mask, as before
     env.close()
     plain.close()
@@ -414,12 +430,12 @@ def test_inventory_below_and_in_view_any_mask_a_code_action_on_a_real_world():
     the names in view; with "inventory", every part must hold (core.can_start over the env's own state)."""
     wait = "    api.noop()\n    return True"
     actions = [code("make_tool", wait), code("rest", wait), code("fight", wait)]
-    actions[0] = E.CodeAction("make_tool", actions[0].source, initiation={"inventory": {"wood": 1},
+    actions[0] = CodeAction("make_tool", actions[0].source, initiation={"inventory": {"wood": 1},
                                                                           "inventory_below": {"wood_pickaxe": 1}})
-    actions[1] = E.CodeAction("rest", actions[1].source, initiation={"inventory_below": {"energy": 6}})
-    actions[2] = E.CodeAction("fight", actions[2].source, initiation={"in_view_any": ["zombie", "skeleton"]})
+    actions[1] = CodeAction("rest", actions[1].source, initiation={"inventory_below": {"energy": 6}})
+    actions[2] = CodeAction("fight", actions[2].source, initiation={"in_view_any": ["zombie", "skeleton"]})
     env, world, player, _ = sand_world(code_actions=actions)
-    n = len(E.ACTIONS)
+    n = len(ACTIONS)
 
     def allowed() -> list[bool]:
         return env.step(0)[4]["action_mask"][n:].tolist()
@@ -445,9 +461,9 @@ def test_each_call_of_a_code_action_says_how_it_ended():
     actions = [code("yes", "    return True"), code("no_step", "    return False"),
                code("some_steps", "    api.noop(2)\n    return False"), code("forever", "    api.noop(100)"),
                code("broken", "    return 1 / 0"), code("nothing", "    api.noop()")]
-    env = E.make_env("collect_wood", 0, code_actions=actions, max_macro_steps=10, max_steps=40)
+    env = make_env("collect_wood", 0, code_actions=actions, max_macro_steps=10, max_steps=40)
     env.reset(seed=0)
-    n = len(E.ACTIONS)
+    n = len(ACTIONS)
     ends = [env.step(n + i)[4]["code_end"] for i in range(len(actions))]
     assert ends == ["true", "false_at_once", "false_after_steps", "step_budget", "error", "false_after_steps"]
     assert env.step(0)[4]["code_end"] == ""

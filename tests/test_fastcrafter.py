@@ -16,16 +16,16 @@ import multiprocessing
 import os
 
 import crafter
-import crafter.constants as C
 import numpy as np
 import pytest
+from crafter import constants
 
-import env as E
+from env import CRAFTER_IMPLS, make_env
 from envs import crafter_api, fastcrafter
 
 SEEDS = range(10)
 STEPS = 1000
-A = {name: i for i, name in enumerate(C.actions)}
+A = {name: i for i, name in enumerate(constants.actions)}
 
 
 class _InsertionOrdered(dict):
@@ -93,12 +93,12 @@ def gatherer(env, rng: np.random.Generator) -> int:
         return A["do"]
     if "table" in nearby:
         for tool in ("wood_pickaxe", "wood_sword", "stone_pickaxe", "stone_sword"):
-            if not inv[tool] and all(inv[k] >= n for k, n in C.make[tool]["uses"].items()):
+            if not inv[tool] and all(inv[k] >= n for k, n in constants.make[tool]["uses"].items()):
                 return A["make_" + tool]
     place = {"table": "table" not in nearby, "furnace": "table" in nearby and "furnace" not in nearby,
              "plant": True, "stone": inv["stone"] > 6}
     for item, wanted in place.items():
-        info = C.place[item]
+        info = constants.place[item]
         if wanted and material in info["where"] and all(inv[k] >= n for k, n in info["uses"].items()):
             return A["place_" + item]
     wants = {"tree": inv["wood"] < 6, "stone": inv["wood_pickaxe"] > 0 and inv["stone"] < 8,
@@ -112,7 +112,7 @@ def gatherer(env, rng: np.random.Generator) -> int:
 
 
 def random_policy(env, rng: np.random.Generator) -> int:
-    return int(rng.integers(len(C.actions)))
+    return int(rng.integers(len(constants.actions)))
 
 
 POLICIES = {"random": random_policy, "gatherer": gatherer}
@@ -136,7 +136,7 @@ def trajectory(env, seed: int, policy: str, steps: int = STEPS) -> tuple[list[di
     for t in range(steps):
         action = POLICIES[policy](env, rng)
         out = env.step(action)
-        rows.append(dict(_digest(out), t=t, action=C.actions[action]))
+        rows.append(dict(_digest(out), t=t, action=constants.actions[action]))
         seen["night"] += env._world.daylight < 0.5
         seen["asleep"] += env._player.sleeping
         if t % 97 == 0:
@@ -191,7 +191,7 @@ def test_time_limit_reset_mid_episode_and_options(reference):
     for episode in range(3):
         assert np.array_equal(ref.reset(), fast.reset())
         for t in range(40 if episode != 1 else 17):  # episode 1 is cut short by a reset
-            action = int(rng.integers(len(C.actions)))
+            action = int(rng.integers(len(constants.actions)))
             want, got = ref.step(action), fast.step(action)
             assert_same(want, got, f"at step {t} of episode {episode}")
             assert bool(want[2]) == (t == 39 or want[3]["discount"] == 0)
@@ -221,7 +221,7 @@ def test_shading_is_crafters_light_noise_and_sleep():
 
 
 def test_env_py_runs_either_implementation_alike():
-    envs = [E.make_env("collect_wood", 5, crafter_impl=impl) for impl in E.CRAFTER_IMPLS]
+    envs = [make_env("collect_wood", 5, crafter_impl=impl) for impl in CRAFTER_IMPLS]
     assert type(envs[0].unwrapped._crafter) is fastcrafter.Env
     assert type(envs[1].unwrapped._crafter) is crafter.Env
     obs = [env.reset(seed=5)[0] for env in envs]
@@ -231,7 +231,7 @@ def test_env_py_runs_either_implementation_alike():
         assert np.array_equal(obs[0]["image"], obs[1]["image"]) and out[0][1:4] == out[1][1:4], t
     assert crafter.engine.World.reset.__module__ == "crafter.engine", "crafter must not be patched globally"
     with pytest.raises(ValueError, match="crafter_impl"):
-        E.make_env("collect_wood", 0, crafter_impl="nope")
+        make_env("collect_wood", 0, crafter_impl="nope")
     # the api's view on each: fastcrafter names the cells from slices of its maps, crafter one lookup per cell
     views = [crafter_api.view_names(env.unwrapped._crafter) for env in envs]
     assert views[0] == views[1] and views[0][3][4] == "player"
@@ -240,7 +240,7 @@ def test_env_py_runs_either_implementation_alike():
 
 
 def test_the_views_names_from_slices_are_the_cell_by_cell_names_everywhere_the_edges_included():
-    env = E.make_env("collect_wood", 0)
+    env = make_env("collect_wood", 0)
     env.reset(seed=3)
     world = env.unwrapped._crafter._world
     world.add(crafter.objects.Cow(world, (10, 1)))
@@ -326,7 +326,7 @@ def arrows(env):
 def full_inventory(env):
     """Every item at its cap (9), then actions that would go past it: chopping, making, placing."""
     px, py = _clearing(env)
-    env._player.inventory.update({name: info["max"] for name, info in C.items.items()})
+    env._player.inventory.update({name: info["max"] for name, info in constants.items.items()})
     env._world[(px, py + 1)] = "tree"
     env._world[(px + 1, py)] = "table"
     for name in ("do", "make_wood_pickaxe", "make_stone_sword", "do", "place_stone", "noop"):

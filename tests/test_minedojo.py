@@ -344,7 +344,8 @@ def test_a_code_action_that_takes_no_step_costs_one_minedojo_noop(fake):
 def test_each_tasks_whole_task_program_solves_it_on_the_stand_in(fake, task):
     program = minedojo_skills.whole_task_program(task, 64)
     e = env.make_env(task, code_actions=[program])
-    assert fake[0].task_id == "harvest" and fake[0].target == (env.get_task(task).achievement.replace("_", " "), 1)
+    item = minedojo_env.target(env.get_task(task))
+    assert fake[0].task_id == "harvest" and fake[0].target == (item.replace("_", " "), 1)
     e.reset()
     calls = []
     for _ in range(30):

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-import distributed as D
-import env as E
+import distributed
+import env
 import ppo as ppo_mod
 from core import PrimitiveAPI
 from policy import Agent
@@ -162,8 +162,8 @@ def test_semi_mdp_returns_and_advantages_match_a_hand_computation(monkeypatch):
     decisions it falls into: a closed form of the env's rewards. (The (gamma lambda)^prim_steps trace for lambda < 1
     is checked on hand-computed numbers in test_gae_hand_computed.)"""
     g, c, T = 0.9, 0.25, 12
-    wait3 = E.CodeAction("wait3", "def wait3(api):\n    api.wait(3)\n    return True\n")
-    envs = gym.vector.SyncVectorEnv([lambda: E.CodeActionWrapper(ScriptedEnv(), [wait3], gamma=g) for _ in range(2)],
+    wait3 = env.CodeAction("wait3", "def wait3(api):\n    api.wait(3)\n    return True\n")
+    envs = gym.vector.SyncVectorEnv([lambda: env.CodeActionWrapper(ScriptedEnv(), [wait3], gamma=g) for _ in range(2)],
                                     autoreset_mode=SAME_STEP)
     seed_everything(6)
     agent = Agent(envs.single_observation_space, 2)
@@ -230,7 +230,7 @@ def test_average_gradients_leaves_out_parameters_without_a_gradient(tmp_path):
     try:
         agent = Agent(gym.spaces.Box(-1, 1, (3,), np.float32), 4)
         agent.get_value(torch.rand(5, 3)).sum().backward()  # the critic alone: the actor gets no gradient
-        D.average_gradients(agent.parameters())  # (moved from PPO._average_gradients to distributed.py)
+        distributed.average_gradients(agent.parameters())  # (moved from PPO._average_gradients to distributed.py)
         assert all(p.grad is None for p in agent.actor.parameters())  # zeros would move Adam's moments
         assert all(p.grad is not None for p in agent.critic.parameters())
     finally:

@@ -18,8 +18,8 @@ import time
 
 import pytest
 
-import env as E
 import sandbox.worker
+from env import CHOP_TREE, CodeAction, make_env
 from sandbox import host
 from tests.test_sandbox import CANARY, FakeApi, _run, hang_guard  # noqa: F401 - hang_guard: autouse here too
 
@@ -33,7 +33,7 @@ def shared():
 
 
 def test_an_env_starts_one_worker_and_closing_it_ends_the_worker():
-    env = E.make_env("collect_wood", 0, code_actions=[E.CHOP_TREE], max_macro_steps=5)
+    env = make_env("collect_wood", 0, code_actions=[CHOP_TREE], max_macro_steps=5)
     env.reset(seed=0)
     for _ in range(3):
         env.step(env.n_base)
@@ -305,8 +305,8 @@ def test_a_worker_its_cpu_limit_ends_while_the_trainer_is_busy_elsewhere_ran_pas
 
 
 def test_a_code_action_that_does_not_compile_is_a_failed_action_not_an_exception():
-    bad = E.CodeAction("bad", "def bad(api):\n    api.noop()\n    continue\n")
-    env = E.make_env("collect_wood", 0, code_actions=[bad, E.CHOP_TREE])  # must not raise
+    bad = CodeAction("bad", "def bad(api):\n    api.noop()\n    continue\n")
+    env = make_env("collect_wood", 0, code_actions=[bad, CHOP_TREE])  # must not raise
     try:
         env.reset(seed=0)
         info = env.step(env.n_base)[4]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import skill_library as SL
+import skill_library
 import train
 from core import CodeAction, SubAction, api_doc
 from env import CrafterAPI, get_task
@@ -28,8 +28,8 @@ CHOP = CodeAction("chop_tree", "def chop_tree(api):\n    \"\"\"Chop a tree.\"\"\
                   "Chop a tree.")
 
 
-def lib_at(path: Path) -> SL.SkillLibrary:
-    return SL.SkillLibrary(path, "crafter", "CrafterAPI", DOC)
+def lib_at(path: Path) -> skill_library.SkillLibrary:
+    return skill_library.SkillLibrary(path, "crafter", "CrafterAPI", DOC)
 
 
 def row(calls: int, ok: int, errors: int = 0) -> dict:
@@ -56,9 +56,9 @@ def test_a_version_is_two_readable_files_and_its_measurements_add_up(tmp_path):
 def test_unused_code_is_not_kept_and_other_backends_are_not_offered(tmp_path):
     lib = lib_at(tmp_path)
     assert lib.record_iteration([CHOP], {"chop_tree": row(0, 0)}, task="collect_wood", run="r", iteration=1) == []
-    SL.SkillLibrary(tmp_path, "minedojo").record_iteration([CHOP], {"chop_tree": row(5, 5)},
-                                                           task="minedojo:harvest_log", run="r", iteration=1)
-    assert lib.versions() == [] and len(SL.SkillLibrary(tmp_path, "minedojo").versions()) == 1
+    skill_library.SkillLibrary(tmp_path, "minedojo").record_iteration([CHOP], {"chop_tree": row(5, 5)},
+                                                                      task="minedojo:harvest_log", run="r", iteration=1)
+    assert lib.versions() == [] and len(skill_library.SkillLibrary(tmp_path, "minedojo").versions()) == 1
 
 
 def test_seeded_hand_written_skills_are_labelled_and_measured_versions_rank_first(tmp_path):
@@ -87,12 +87,12 @@ def test_a_skill_that_failed_in_training_is_kept_but_ranked_last(tmp_path):
 def test_catalogue_is_capped_and_related_skills_share_words_with_the_task(tmp_path, monkeypatch):
     lib = lib_at(tmp_path)
     lib.seed()
-    monkeypatch.setattr(SL, "MAX_LISTED", 5)
+    monkeypatch.setattr(skill_library, "MAX_LISTED", 5)
     listed = lib.catalogue("collect_wood")
     assert len(listed) == 5 and "chop_tree" in listed  # its doc says "+1 wood"
     assert "hand-written" in listed["chop_tree"] and "not yet measured" in listed["chop_tree"]
     examples = lib.related("place_table Place a crafting table next to the player")
-    assert examples[0].name == "place_table" and len(examples) <= SL.EXAMPLES
+    assert examples[0].name == "place_table" and len(examples) <= skill_library.EXAMPLES
     assert lib.related("zzz qqq") == []
 
 
@@ -157,7 +157,7 @@ def _lock_is_held(path: Path) -> bool:
         return False
 
 
-class _ReadThenWait(SL.SkillLibrary):
+class _ReadThenWait(skill_library.SkillLibrary):
     """The library as a run uses it, except that writing `shared` back first waits for the other writers."""
 
     def __init__(self, path: Path, shared: str, barrier) -> None:
@@ -241,7 +241,7 @@ def test_run_b_reuses_run_a_wood_skill_without_a_fast_agent_call(tmp_path, monke
     lib = tmp_path / "shared_skills"
     a_dir, a_requests = one_run(tmp_path / "a", lib, "collect_wood")
     assert len(writes(a_requests, "chop_tree")) == 1
-    wood = SL.SkillLibrary(lib).best()["chop_tree"]
+    wood = skill_library.SkillLibrary(lib).best()["chop_tree"]
     assert wood.record["origin"] == "llm" and wood.record["task"] == "collect_wood"
     assert wood.record["run"] == str(a_dir.resolve()) and wood.totals()["calls"] > 0
 
@@ -254,7 +254,7 @@ def test_run_b_reuses_run_a_wood_skill_without_a_fast_agent_call(tmp_path, monke
     summary = (b_dir / "summary.md").read_text()
     assert f"LLM calls made by this run: {len(b_requests)} " in summary
     assert "with no call to write them: chop_tree." in summary
-    table = {v.name: v for v in SL.SkillLibrary(lib).versions() if v.record["origin"] == "llm"}
+    table = {v.name: v for v in skill_library.SkillLibrary(lib).versions() if v.record["origin"] == "llm"}
     assert table["place_table"].record["task"] == "place_table"
     assert {r["run"] for r in table["chop_tree"].record["measured"]} == {str(a_dir.resolve()), str(b_dir.resolve())}
 
@@ -263,19 +263,20 @@ def test_list_prints_the_library_as_a_table(tmp_path, capsys):
     lib = lib_at(tmp_path)
     lib.seed()
     lib.record_iteration([CHOP], {"chop_tree": row(10, 4)}, task="collect_wood", run="r", iteration=1)
-    assert SL.main(["list", "--skills", str(tmp_path)]) == 0
+    assert skill_library.main(["list", "--skills", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert f"{len(skills.SKILLS) + 1} versions of {len(skills.SKILLS)} skills" in out
     line = next(x for x in out.splitlines() if "| llm |" in x)
     assert line.startswith("| chop_tree |") and "| 10 | 0.40 | 3.0 | 0 | best |" in line
     with pytest.raises(SystemExit) as e:
-        SL.main(["list", "--skills", str(tmp_path / "nowhere")])
+        skill_library.main(["list", "--skills", str(tmp_path / "nowhere")])
     assert e.value.code == 2
 
 
 def test_skills_flag_default_none_and_bad_path(tmp_path, capsys):
-    assert SL.library_path("", "runs") == Path("runs/skills") and SL.library_path("none", "runs") is None
-    assert SL.library_path("x/lib", "runs") == Path("x/lib")
+    assert skill_library.library_path("", "runs") == Path("runs/skills")
+    assert skill_library.library_path("none", "runs") is None
+    assert skill_library.library_path("x/lib", "runs") == Path("x/lib")
     afile = tmp_path / "afile"
     afile.write_text("")
     with pytest.raises(SystemExit) as e:

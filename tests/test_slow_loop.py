@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import critic
-import env as E
+import env
 import train
 from core import CodeAction
 from reference import plans, skills
@@ -87,7 +87,7 @@ def test_a_long_task_trains_its_chain_as_a_curriculum(tmp_path, capsys, task):
                                "--runs-dir", str(tmp_path)]) == 0
     d = run_dir(tmp_path)
     chain = json.loads((d / "iter_1" / "plan.json").read_text())["subtasks"]
-    assert chain == list(E.get_task(task).prerequisites) + [task] and len(chain) >= 6
+    assert chain == list(env.get_task(task).prerequisites) + [task] and len(chain) >= 6
     out = capsys.readouterr().out
     assert "curriculum: collect_wood -> place_table" in out  # 3000 steps / 6+ sub-tasks: 500 each at most
     summary = (d / "summary.md").read_text()

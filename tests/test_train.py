@@ -16,12 +16,12 @@ import pytest
 import torch
 
 import cli
-import env as E
-import ppo as P
-import run_dir as RD
 import train
 from code_actions import ActionSet, grow_actions
+from env import ACTIONS, CHOP_TREE, CodeAction
 from policy import Agent
+from ppo import PPO, PPOConfig
+from run_dir import make_train_envs
 from run_state import Run
 from tests.fake_llm import FakeLLMServer, Fault, server_error
 
@@ -103,6 +103,9 @@ def test_e2e_two_iterations_over_http(e2e):
                  "checkpoint.pt", "summary.md", "success.png"]:
         assert (d / path).is_file(), path
     assert list(d.glob("events.out.tfevents.*"))
+    env = train.env.make_env("collect_wood")  # the network as built for the task: what a resume must match
+    assert json.loads((d / "config.json").read_text())["policy"] == train.identity(
+        train.Agent(env.observation_space, env.action_space.n))
     transcript = (d / "llm_transcript.jsonl").read_text().splitlines()
     assert len(transcript) == len(requests) == 6
     attempts = [json.loads(x) for x in (d / "iter_1/attempts/attempts.jsonl").read_text().splitlines()]
@@ -248,19 +251,19 @@ def test_runs_of_other_seeds_and_evaluation_play_other_worlds(seed_runs):
 
 def test_a_rewritten_code_action_starts_from_its_old_logit_row(tmp_path):
     action_set = ActionSet()
-    v1 = action_set.add("chop_tree", E.CHOP_TREE)
+    v1 = action_set.add("chop_tree", CHOP_TREE)
     args = train.Args(task="collect_wood", num_envs=2)
     run = Run(args, tmp_path)
-    cfg = P.PPOConfig()
-    run.envs = RD.make_train_envs(args, run, cfg, ActionSet())
+    cfg = PPOConfig()
+    run.envs = make_train_envs(args, run, cfg, ActionSet())
     agent = Agent(run.envs.single_observation_space, 17)
-    ppo = P.PPO(agent, cfg)
-    grow_actions(ppo, run.envs, action_set, 17, action_set.mask(E.ACTIONS, []))
+    ppo = PPO(agent, cfg)
+    grow_actions(ppo, run.envs, action_set, 17, action_set.mask(ACTIONS, []))
     with torch.no_grad():
         agent.actor[-1].weight[17].normal_()  # what PPO learned about calling v1
-    v2 = action_set.add("chop_tree", E.CodeAction("chop_tree", E.CHOP_TREE.source.replace("30", "20")))
+    v2 = action_set.add("chop_tree", CodeAction("chop_tree", CHOP_TREE.source.replace("30", "20")))
     assert (v1.name, v2.name, v2.replaces) == ("chop_tree", "chop_tree_v2", "chop_tree")
-    grow_actions(ppo, run.envs, action_set, 17, action_set.mask(E.ACTIONS, []))
+    grow_actions(ppo, run.envs, action_set, 17, action_set.mask(ACTIONS, []))
     head = agent.actor[-1]
     assert agent.n_actions == 19 and run.envs.single_action_space.n == 19
     assert torch.equal(head.weight[18], head.weight[17]) and head.bias[18] == head.bias[17]
@@ -307,7 +310,7 @@ def test_resume_takes_new_endpoint_and_budget_and_names_the_flags_it_cannot_chan
     argv = ["--resume", str(d), "--llm-url", "http://new:2/v1", "--llm-model", "m2", "--total-steps", "900",
             "--iterations", "3", "--num-envs", "2"]  # --num-envs repeats the saved value: allowed
     args, _, parser = train.parse_args(argv)
-    args, cfg = cli.resumed_args(args, train.P.PPOConfig(), argv, parser)
+    args, cfg = cli.resumed_args(args, train.PPOConfig(), argv, parser)
     assert (args.llm_url, args.llm_model, args.total_steps, args.iterations) == ("http://new:2/v1", "m2", 900, 3)
     assert (args.llm, args.num_envs, args.resume, args.run_name) == ("http", 2, str(d), "r")  # the rest: saved
     assert "--llm-url http://new:2/v1 (was http://old:1/v1)" in capsys.readouterr().out
@@ -345,6 +348,17 @@ def test_resume_refuses_an_old_config_and_a_bigger_budget_for_a_finished_run(tmp
     with pytest.raises(SystemExit) as e:
         cli.resumed_args(args, cfg, ["--resume", str(d)], parser)
     assert e.value.code == 2 and "does not know (seed)" in capsys.readouterr().err
+
+
+def test_resume_of_a_run_trained_with_another_network_stops_with_a_sentence(tmp_path, capsys):
+    d = saved_run(tmp_path, mode="rl", total_steps=600)
+    saved = json.loads((d / "config.json").read_text())
+    (d / "config.json").write_text(json.dumps({**saved, "policy": "policy.Agent 000000000000"}))
+    with pytest.raises(SystemExit) as e:
+        train.main(["--resume", str(d)])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "that run trained the network policy.Agent 000000000000, but this code builds " \
+        "policy.Agent " in err and "(policy.py changed)" in err
 
 
 def test_resume_with_a_new_endpoint_and_a_larger_budget_runs_on(e2e, tmp_path):
