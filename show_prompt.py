@@ -69,8 +69,8 @@ def show_prompts(task: Task, doc: str, settings: dict, hand_written: bool = Fals
     num_envs, num_steps, eval_episodes, max_macro_steps) sends first, each headed by its sender."""
     mode = Mode(settings["mode"])
     if mode == Mode.RL:
-        return ("NOTE: --mode rl is plain PPO: it sends no message to any model (no plan, no code, no critic), so an "
-                "edit of prompts/ changes nothing in it.")
+        return ("NOTE: a run with these settings sends no prompt at all (--mode rl is plain PPO: no plan, no code, "
+                "no critic), so an edit of prompts/ changes nothing in it.")
     rec, out = _Recorder(), [no_prompt_note(settings)] if no_prompt_note(settings) else []
     plan, sub = _first_plan(task, mode, settings)
     first = settings["total_steps"] // settings["iterations"]

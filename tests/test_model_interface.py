@@ -206,4 +206,4 @@ def test_show_prompt_prints_what_each_mode_sends(capsys, mode, senders):
     shown = [what for what in ("planner", "fast agent", "critic") if f"========== {what} ==========" in out]
     assert shown == senders
     if not senders:
-        assert "sends no message to any model" in out
+        assert "sends no prompt at all (--mode rl is plain PPO" in out
