@@ -271,5 +271,5 @@ def grow_actions(ppo: PPO, envs, action_set: ActionSet, n_base: int, mask: np.nd
     copy_from = [n_base + names.index(a.replaces) if a.replaces in names else None
                  for a in action_set.actions[-grow:]]
     agent.extend(grow, prior=ppo.cfg.new_action_prior, obs=ppo.next_obs, mask=mask[:agent.n_actions],
-                 copy_from=copy_from, gap=ppo.cfg.code_priority)
+                 copy_from=copy_from)
     set_vec_code_actions(envs, action_set.actions)

@@ -127,7 +127,7 @@ class Agent(nn.Module):
 
     @torch.no_grad()
     def extend(self, n_new: int, prior: float = 0.05, obs: Obs | None = None, mask: np.ndarray | None = None,
-               copy_from: list[int | None] | None = None, gap: float = 0.0) -> None:
+               copy_from: list[int | None] | None = None) -> None:
         """Add n_new actions. Old rows are untouched, so old logits are unchanged for every input.
 
         New action i starts as a copy of old action copy_from[i] (weights and bias) when that is given:
@@ -138,8 +138,7 @@ class Agent(nn.Module):
         The logsumexp runs over the old actions `mask` allows ((n_old,) or (B, n_old) bool) only: masked
         actions carry no probability, and counting their logits would give the new action less than
         `prior`. The parameters are resized in place, so an optimizer keeps referencing them; PPO pads
-        its Adam moments on the next train() call. With `gap` > 0 the fresh rows keep their order as a prior:
-        each starts e**gap times as likely as the next fresh one (the last keeps `prior`'s bias)."""
+        its Adam moments on the next train() call."""
         copy_from = list(copy_from) if copy_from is not None else [None] * n_new
         fresh = sum(c is None for c in copy_from)
         assert n_new >= 0 and len(copy_from) == n_new and 0 <= fresh * prior < 1, "need 0 <= fresh * prior < 1"
@@ -148,10 +147,8 @@ class Agent(nn.Module):
         if mask is not None:
             old_logits = torch.where(torch.as_tensor(mask, device=old_logits.device), old_logits, MASKED_LOGIT)
         bias = torch.logsumexp(old_logits, dim=1).mean() + np.log(prior / (1 - fresh * prior))
-        later = np.cumsum([c is None for c in copy_from][::-1])[::-1] - 1  # fresh rows after each fresh row
-        rows = [(head.weight[c], head.bias[c]) if c is not None else
-                (head.weight.new_zeros(head.in_features), bias + gap * float(k))
-                for c, k in zip(copy_from, later, strict=True)]
+        rows = [(head.weight[c], head.bias[c]) if c is not None else (head.weight.new_zeros(head.in_features), bias)
+                for c in copy_from]
         if rows:
             head.weight.data = torch.cat([head.weight, torch.stack([w for w, _ in rows])])
             head.bias.data = torch.cat([head.bias, torch.stack([b for _, b in rows])])

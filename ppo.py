@@ -70,8 +70,6 @@ class PPOConfig:
     """stop the update epochs early once approx_kl exceeds this (None: never)"""
     new_action_prior: float = 0.05
     """probability each newly added (code) action starts with, so PPO tries it at all"""
-    code_priority: float = 0.0
-    """the plan's order as a prior: a code action listed before another starts e**this times as likely (0: alike)"""
     precision: str = "auto"
     """fp32 | bf16 | auto: the update's CNN in bfloat16 (torch.autocast) on CPUs with bf16 units, where it
     measured ~1.5x faster and learned the same (docs/measurements.md); fp32 elsewhere. Acting and the heads stay fp32"""

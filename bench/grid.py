@@ -49,21 +49,24 @@ VERSION_NOTES = {"rl+config": "the critic reads episode ends",
 # play_crafter) alone, bumps ("code", "crafter") and ("rlgpt", "crafter") here, not "code" and "rlgpt",
 # whose other cells did not change (rlgpt's v4 covers its crafter cells).
 TASK_VERSION: dict[tuple[str, str], int] = {("code", "crafter"): 2, ("rlgpt", "collect_wood"): 4,
-                                             ("rlgpt", "crafter"): 4}
+                                             ("rlgpt", "crafter"): 6, ("rlgpt-1iter", "crafter"): 6}
 TASK_VERSION_NOTES: dict[tuple[str, str], str] = {  # what changed, as the results page says it
     ("code", "crafter"): "reference/crafter_program.py naps early so wake_up is unlocked",
     ("rlgpt", "collect_wood"): "v5's shaping rule cannot act: nothing is shaped",
-    ("rlgpt", "crafter"): "v5's shaping rule cannot act: no chain of recipes"}
+    ("rlgpt", "crafter"): "the plan takes the whole-game routine apart: 15 of its behaviours as code actions, each "
+                          "with an initiation, RL choosing among them and the base actions (v4-v5: the routine as one "
+                          "code action)",
+    ("rlgpt-1iter", "crafter"): "rlgpt's control"}
 MODES = ("rl", "rl+config", "code", "rlgpt")
 SLOWLOOP_MODES = ("rlgpt", "rlgpt-1iter")
-SLOWLOOP = {"make_stone_pickaxe": 300_000, "collect_iron": 300_000}  # the slow-loop grid's tasks and budgets
-QUICK_SLOWLOOP = {"make_stone_pickaxe": 2_500, "collect_iron": 2_500}
+SLOWLOOP = {"make_stone_pickaxe": 300_000, "collect_iron": 300_000, "crafter": 1_000_000}  # its tasks and budgets
+QUICK_SLOWLOOP = {"make_stone_pickaxe": 2_500, "collect_iron": 2_500, "crafter": 5_000}
+SLOWLOOP_BASELINE = "code"  # the code arm beside each slow-loop pair: what RL-GPT must not fall below
 SEEDS = (1, 2, 3)
 BUDGETS = {"collect_wood": 50_000, "place_table": 100_000, "make_wood_pickaxe": 200_000,
            "collect_stone": 300_000, "crafter": 1_000_000}
-# crafter (1M env steps, ~40 min a cell here): rl and rlgpt over every seed, the whole-benchmark program
-# (`code`) on the first seed only.
-CRAFTER_MODES = {"rl": SEEDS, "code": SEEDS[:1], "rlgpt": SEEDS}
+# crafter (1M env steps, ~40 min a cell here): rl, the whole-benchmark program (`code`) and rlgpt over every seed.
+CRAFTER_MODES = {"rl": SEEDS, "code": SEEDS, "rlgpt": SEEDS}
 # --quick is a smoke test of the pipeline (RL barely starts); its results never enter bench/results/.
 QUICK_BUDGETS = {"collect_wood": 2_000, "place_table": 2_000, "make_wood_pickaxe": 2_500,
                  "collect_stone": 2_500, "crafter": 5_000}
@@ -110,9 +113,10 @@ def grid(quick: bool = False) -> list[Cell]:
 
 
 def slowloop_grid(quick: bool = False) -> list[Cell]:
-    """Both modes of a seed together, so the comparison is complete seed by seed."""
+    """Both modes of a seed together, then the code arm's cell of that seed (crafter's is the main grid's), so
+    the comparison is complete seed by seed."""
     return [Cell(task, mode, seed, budget) for task, budget in (QUICK_SLOWLOOP if quick else SLOWLOOP).items()
-            for seed in (SEEDS[:1] if quick else SEEDS) for mode in SLOWLOOP_MODES]
+            for seed in (SEEDS[:1] if quick else SEEDS) for mode in (*SLOWLOOP_MODES, SLOWLOOP_BASELINE)]
 
 
 def results_version(mode: str, task: str) -> int:

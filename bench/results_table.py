@@ -40,13 +40,20 @@ SLOWLOOP_TITLE = ("**With and without the slow loop** (`--grid slowloop`): `rlgp
                   "Read the training columns: hundreds of episodes, both modes' worlds drawn from the same training "
                   "stream. The evaluation columns are 8 episodes per seed on different worlds for the two modes "
                   "(each iteration evaluates on its own unseen worlds, and the last evaluation is iteration 3's "
-                  "for `rlgpt`, iteration 1's for `rlgpt-1iter`).")
+                  "for `rlgpt`, iteration 1's for `rlgpt-1iter`). Beside them the code arm (`code`: the "
+                  "whole-task program, no RL), which RL-GPT should not fall below.")
 SLOWLOOP_COLUMNS = [(f"{what}: {label}", mode, key) for key, what in (("train", "training"), ("eval", "evaluation"))
-                    for mode, label in (("rlgpt", "with (`rlgpt`)"), ("rlgpt-1iter", "without (`rlgpt-1iter`)"))]
+                    for mode, label in (("rlgpt", "with (`rlgpt`)"), ("rlgpt-1iter", "without (`rlgpt-1iter`)"),
+                                        ("code", "code arm (`code`)"))]
 # Quoted, not measured: ../shared/paper-notes.md (Crafter's scoreboard): (agent, env steps, score).
 PUBLISHED = [("random", "-", 1.6), ("SB3 PPO", "1M", 4.6), ("DreamerV3", "1M", 14.5),
              ("PPO-ResNet", "1M", 15.6), ("Achievement Distillation", "1M", 21.8),
              ("SPRING (GPT-4, no training)", "-", 27.3), ("human experts", "-", 50.5)]
+# What each crafter cell plays, so nobody takes one arm's plan for the other's.
+CRAFTER_PLANS = ("On crafter, `code` is the whole-game routine (reference/crafter_program.py, one code action called "
+                 "on every decision) and `rlgpt` is that routine taken apart: 15 of its behaviours as code actions, "
+                 "each with an initiation, and PPO choosing among them and its base actions "
+                 "(reference/crafter_parts.py).")
 MARKERS = ("<!-- results:start -->", "<!-- results:end -->")  # the results page's generated section
 HEADLINE = ("<!-- headline:start -->", "<!-- headline:end -->")  # the README's small table
 GENERATED = "<!-- written by `python -m bench.ablation --table` from bench/results/; not by hand -->"
@@ -96,12 +103,13 @@ def write_plots(current: dict[Cell, dict], plot_dir: Path) -> None:
 def crafter_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
     """Our measured Crafter scores beside the published scoreboard, then our per-achievement rates."""
     lines = ["**Crafter** (all 22 achievements): score = exp(mean(log(1 + p))) - 1 over the 22 achievements' "
-             "success rates p (% of the training episodes that finished within the budget).", "",
+             "success rates p (% of the training episodes that finished within the budget). " + CRAFTER_PLANS, "",
              "| agent | env steps | Crafter score | source |", "|---|---|---|---|"]
     lines += [f"| {name} | {steps} | {score} | quoted: published |" for name, steps, score in PUBLISHED]
     ours = [c for c in cells if c.task == "crafter"]
     for c in ours:
-        label = f"ours: {c.mode}" + (" (reference skills, not an LLM)" if c.mode != "rl" else "")
+        plays = {"code": ", the whole-game routine", "rlgpt": ", the routine's parts"}.get(c.mode, "")
+        label = f"ours: {c.mode}" + (f" (reference skills{plays}, not an LLM)" if c.mode != "rl" else "")
         if c in current:
             cr = current[c]["crafter"]
             lines.append(f"| {label}, seed {c.seed} | {c.budget} | {cr['score']:.1f} ({cr['episodes']} episodes) "
@@ -158,6 +166,16 @@ def pair_lines(current: dict[Cell, dict], slow: list[Cell]) -> list[str]:
             lines.append(f"- {task}: " + "; ".join(f"s{s} {w:.3f} vs {wo:.3f}" for s, w, wo in pairs)
                          + f" (with the loop higher in {higher} of {len(pairs)} seeds)")
     return ["Training success per seed, with the slow loop vs without:", *lines, ""] if lines else []
+
+
+def score_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
+    """crafter's slow loop: each mode's Crafter score, mean ± sd over its seeds with results, the code arm beside."""
+    found = {m: [(current[c]["crafter"]["score"], current[c]["crafter"]["episodes"]) for c in cells
+                 if c.mode == m and c in current] for m in dict.fromkeys(c.mode for c in cells)}
+    if not any(found.values()):
+        return []
+    return ["Crafter score on `crafter` (1M env steps): " + "; ".join(f"`{m}` {mean_sd(v)}" for m, v in found.items())
+            + ".", ""]
 
 
 def loop_lines(current: dict[Cell, dict], slow: list[Cell]) -> list[str]:
@@ -299,8 +317,10 @@ def section(found: list[dict], cells: list[Cell], slow: list[Cell], md_dir: Path
     lines += plot_links(current, short, md_dir, plot_dir) + backend_lines(backends or {}, cells + slow)
     lines += crafter_lines(current, cells) + length_lines(current, cells)
     lines += plot_links(current, crafter, md_dir, plot_dir) + target_lines(current, cells)
+    slow_short = [c for c in slow if c.task != "crafter"]  # crafter's slow loop is read by its score, below
     lines += missing_lines(current, cells) + ["", *success_table(SLOWLOOP_TITLE, current, slow, SLOWLOOP_COLUMNS)]
-    lines += plot_links(current, slow, md_dir, plot_dir) + pair_lines(current, slow) + loop_lines(current, slow)
+    lines += plot_links(current, slow_short, md_dir, plot_dir) + pair_lines(current, slow_short)
+    lines += loop_lines(current, slow_short) + score_lines(current, [c for c in slow if c.task == "crafter"])
     lines += missing_lines(current, slow)
     lines += [""]
     return "\n".join(lines + provenance(found, current) + [MARKERS[1]])
@@ -352,7 +372,8 @@ def headline(found: list[dict], cells: list[Cell], results_page: str,
     published = ", ".join(f"{name} {score}" for name, steps, score in PUBLISHED if steps == "1M")
     return "\n".join([HEADLINE[0], GENERATED, *table, "",
                       f"All modes but `rl` use the hand-written reference skills and plans (`--llm reference`), not "
-                      f"an LLM. Published Crafter scores at 1M env steps, quoted for scale: {published}. "
+                      f"an LLM. {CRAFTER_PLANS} Published Crafter scores at 1M env steps, quoted for scale: "
+                      f"{published}. "
                       f"Evaluation, plots, targets, per-seed lines and the slow-loop grid: [{results_page}]"
                       f"({results_page}).", HEADLINE[1]])
 

@@ -60,10 +60,6 @@ FOUND = {"tree": "wood", "stone": "stone", "coal": "coal", "iron": "iron", "diam
 STAGE_SHAPING = 0.2  # a search sub-action's pull towards its item while its sub-task is trained (plan's: 0.1)
 
 
-# crafter: the base actions the parts do for the RL agent (crafting and placing), left out of its choices
-CRAFTER_MASK: list[str] = []
-
-
 def _code_spec(skill: CodeAction) -> str:
     return (f"{skill.doc.removeprefix(LABEL)} Return True when it has done so; return False at once, "
             "without wasting steps, when the target is not in view or materials are missing.")
@@ -79,7 +75,7 @@ def reference_plan(task_name: str) -> dict:
                "spec": doc + " Return True when the call did its job, False at once when it cannot."}
               for part, doc, _, _ in PARTS),
             {"name": name, "how": "rl", "spec": spec, "reason": CHOICE_REASON}],
-            "rl_config": {"shaping": {}, "mask_actions": CRAFTER_MASK}}
+            "rl_config": {"shaping": {}, "mask_actions": []}}
     chain = list(task.chain)  # a task with a test of its own: its milestones, every one the test needs
     subtasks = chain if len(task.prerequisites) >= LONG_CHAIN else []
     targets = [STEPS[a][0] for a in chain if a in STEPS and STEPS[a][0]]

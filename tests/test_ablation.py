@@ -71,11 +71,15 @@ def row_of(text: str, *cells: str) -> list[list[str]]:
 
 def test_grid_is_the_issues_cells_cheap_tasks_first():
     cells = grid.grid()
-    assert len(cells) == 4 * 4 * 3 + 2 * 3 + 1 and len(set(cells)) == len(cells)  # crafter: rl, rlgpt x 3, code x 1
+    assert len(cells) == 4 * 4 * 3 + 3 * 3 and len(set(cells)) == len(cells)  # crafter: rl, code, rlgpt x 3
     crafter = [c for c in cells if c.task == "crafter"]
     assert [c.task for c in cells[:12]] == ["collect_wood"] * 12 and cells[-len(crafter):] == crafter
-    assert [(c.mode, c.seed) for c in crafter] == [("rl", 1), ("code", 1), ("rlgpt", 1), ("rl", 2), ("rlgpt", 2),
-                                                  ("rl", 3), ("rlgpt", 3)]
+    assert [(c.mode, c.seed) for c in crafter] == [(m, s) for s in (1, 2, 3) for m in ("rl", "code", "rlgpt")]
+    slow = grid.slowloop_grid()  # each pair beside the code arm of its seed, crafter's at 1M too
+    assert [(c.task, c.mode, c.seed) for c in slow[:3]] == [("make_stone_pickaxe", m, 1)
+                                                           for m in ("rlgpt", "rlgpt-1iter", "code")]
+    assert {(c.task, c.budget) for c in slow} == {("make_stone_pickaxe", 300_000), ("collect_iron", 300_000),
+                                                  ("crafter", 1_000_000)} and len(slow) == 3 * 3 * 3
     assert {c.mode for c in cells} == {"rl", "rl+config", "code", "rlgpt"}
     assert grid.Cell("place_table", "rl+config", 2, 100_000).name == "place_table__rl+config__s2__100000"
     assert all(c.seed == 1 and c.budget == grid.QUICK_BUDGETS[c.task] for c in grid.grid(quick=True))
@@ -325,7 +329,8 @@ def test_a_task_version_override_makes_that_tasks_cells_stale_and_no_other(tmp_p
     assert f"`code` on crafter v{bumped} (the program changed)" in text
     stale = text.split("Stale, not shown")[1].split("\n")[0]
     assert f"crafter__code__s1__1000000 (v{grid.RESULTS_VERSION['code']})" in stale and stale.count("__code__") == 1
-    assert "| ours: code (reference skills, not an LLM), seed 1 | 1000000 | — | measured here: no result yet |" in text
+    assert ("| ours: code (reference skills, the whole-game routine, not an LLM), seed 1 | 1000000 | — | "
+            "measured here: no result yet |") in text
     calls = []
     monkeypatch.setattr(ablation.subprocess, "Popen", FakeTrain(calls))
     ablation.execute([wood, crafter], tmp_path / "out", results, [])
@@ -343,19 +348,20 @@ def iterations_of(cmd: list[str]) -> tuple[str, int]:
 
 def test_slowloop_grid_runs_rlgpt_with_3_iterations_against_1_and_has_its_own_table(tmp_path, monkeypatch):
     slow = grid.slowloop_grid()
-    assert len(slow) == len(set(slow)) == 12 and {c.seed for c in slow} == set(grid.SEEDS)
+    assert len(slow) == len(set(slow)) == 27 and {c.seed for c in slow} == set(grid.SEEDS)
     assert {(c.task, c.mode, c.budget) for c in slow} == {
-        (t, m, 300_000) for t in ("make_stone_pickaxe", "collect_iron") for m in ("rlgpt", "rlgpt-1iter")}
+        (t, m, b) for t, b in (("make_stone_pickaxe", 300_000), ("collect_iron", 300_000), ("crafter", 1_000_000))
+        for m in ("rlgpt", "rlgpt-1iter", "code")}
     monkeypatch.setattr(ablation, "ROOT", tmp_path)
     md = pages(tmp_path)
     calls = []
     monkeypatch.setattr(ablation.subprocess, "Popen", FakeTrain(calls))
     assert ablation.main(["--grid", "slowloop", "--seeds", "1", "--tasks", "collect_iron"]) == 0
-    assert [iterations_of(c) for c in calls] == [("rlgpt", 3), ("rlgpt", 1)]
-    assert [c[c.index("--total-steps") + 1] for c in calls] == ["300000"] * 2
+    assert [iterations_of(c) for c in calls] == [("rlgpt", 3), ("rlgpt", 1), ("code", 3)]
+    assert [c[c.index("--total-steps") + 1] for c in calls] == ["300000"] * 3
     calls.clear()  # --quick covers it too, and its --iterations 2 does not undo rlgpt-1iter's 1
     assert ablation.main(["--quick", "--grid", "slowloop"]) == 0
-    assert [iterations_of(c) for c in calls] == [("rlgpt", 2), ("rlgpt", 1)] * 2
+    assert [iterations_of(c) for c in calls] == [("rlgpt", 2), ("rlgpt", 1), ("code", 2)] * 3
     quick = (tmp_path / "bench" / "out" / "ablation-quick" / "results.md").read_text()
     assert "Missing: none." in quick.split("With and without the slow loop")[1]
     results = tmp_path / "bench" / "results"
@@ -366,10 +372,11 @@ def test_slowloop_grid_runs_rlgpt_with_3_iterations_against_1_and_has_its_own_ta
     assert ablation.main(["--table"]) == 0
     text = md.read_text().split("With and without the slow loop")[1]
     assert row_of(text, "make_stone_pickaxe", "300000")[0][2:] == [
-        "0.65 ± 0.07 (n=2, 20 ep)", "0.35 ± 0.07 (n=2, 20 ep)", "0.65 ± 0.07 (n=2, 16 ep)", "0.35 ± 0.07 (n=2, 16 ep)"]
-    assert row_of(text, "collect_iron", "300000")[0][2:] == ["—"] * 4
-    assert "Missing (8 of 12 cells):\n- make_stone_pickaxe (300000): rlgpt s3; rlgpt-1iter s3\n" \
-           "- collect_iron (300000): rlgpt s1 s2 s3; rlgpt-1iter s1 s2 s3\n" in text
+        "0.65 ± 0.07 (n=2, 20 ep)", "0.35 ± 0.07 (n=2, 20 ep)", "0.35 ± 0.07 (n=2, 20 ep)",
+        "0.65 ± 0.07 (n=2, 16 ep)", "0.35 ± 0.07 (n=2, 16 ep)", "0.35 ± 0.07 (n=2, 16 ep)"]
+    assert row_of(text, "collect_iron", "300000")[0][2:] == ["—"] * 6
+    assert "Missing (21 of 27 cells):\n- make_stone_pickaxe (300000): rlgpt s3; rlgpt-1iter s3; code s3\n" \
+           "- collect_iron (300000): rlgpt s1 s2 s3; rlgpt-1iter s1 s2 s3; code s1 s2 s3\n" in text
     assert "Not in a grid" not in text and "![make_stone_pickaxe](results_make_stone_pickaxe.png)" in text
     assert "What the slow loop did" not in text  # no result kept its iterations: nothing to say
     assert ("Training success per seed, with the slow loop vs without:\n- make_stone_pickaxe: s1 0.600 vs 0.300; "

@@ -36,10 +36,10 @@ def test_table_shows_mean_spread_and_counts_lists_missing_and_stale_cells(tmp_pa
     assert row_of(text, "place_table", "100000")[0][4] == "—"  # a window without episodes
     assert "- collect_wood (50000): rl+config s1 s2 s3; code s1 s2 s3\n" in text
     assert "- place_table (100000): rl s1 s2 s3; rl+config s1 s2 s3; code s2 s3; rlgpt s1 s2 s3\n" in text
-    assert "- crafter (1000000): rl s1 s2 s3; code s1; rlgpt s2 s3\n" in text
-    assert f"Missing ({55 - 8} of 55 cells):" in text
+    assert "- crafter (1000000): rl s1 s2 s3; code s1 s2 s3; rlgpt s2 s3\n" in text
+    assert f"Missing ({57 - 8} of 57 cells):" in text
     assert f"place_table__rl__s2__100000 (v{grid.RESULTS_VERSION['rl'] + 1})" in text.split("Stale")[1]
-    assert row_of(text, "ours: rlgpt (reference skills, not an LLM), seed 1")[0][1:] == [
+    assert row_of(text, "ours: rlgpt (reference skills, the routine's parts, not an LLM), seed 1")[0][1:] == [
         "1000000", "1.2 (77 episodes)", "measured here"]
     assert "| ours: rl, seed 1 | 1000000 | — | measured here: no result yet |" in text
     assert "| human experts | - | 50.5 | quoted: published |" in text and text.count("quoted: published") == 7
@@ -169,7 +169,7 @@ def test_readme_gets_the_small_table_and_the_check_covers_it(tmp_path, monkeypat
     assert ablation.main(["--table"]) == 0
     readme = (tmp_path / "README.md").read_text()
     assert readme.startswith("# rlgpt\n\nintro\n\n<!-- headline:start -->") and readme.endswith("-->\n\nmore\n")
-    assert "STALE-SECTION" not in readme and "4 of 55 grid cells have a result" in readme
+    assert "STALE-SECTION" not in readme and "4 of 57 grid cells have a result" in readme
     assert row_of(readme, "collect_wood", "50000")[0][2:] == ["—", "—", "—", "0.60 ± 0.14 (n=2, 20 ep)"]
     # crafter's row: rl and code have cells without a result, rl+config has no crafter cell
     assert row_of(readme, "crafter: Crafter score", "1000000")[0][2:] == [
