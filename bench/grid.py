@@ -80,6 +80,12 @@ TARGETS = [("collect_wood", "rlgpt", "train", 0.95), ("make_wood_pickaxe", "rlgp
 # the budget at least the other arm's plus the margin. And on crafter, nothing PPO learns is lost: every
 # achievement `rl` unlocks in more than KEPT[0] of its episodes, rlgpt unlocks at least KEPT[1] times as often.
 COMPARISONS = [("code", -0.02), ("rl+config", 0.0)]
+# And beyond the main grid's short tasks: (task, the other arm, measure as in TARGETS, margin, strictly above):
+# rlgpt against the code arm on the long chains and on crafter, and against rlgpt-1iter on crafter (the slow
+# loop helps), each by its mean over the seeds run.
+LONG_COMPARISONS = [("make_stone_pickaxe", "code", "train", -0.02, False),
+                    ("collect_iron", "code", "train", -0.02, False),
+                    ("crafter", "code", "score", 0.0, False), ("crafter", "rlgpt-1iter", "score", 0.0, True)]
 KEPT = (0.5, 0.8)
 
 

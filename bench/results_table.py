@@ -316,7 +316,7 @@ def section(found: list[dict], cells: list[Cell], slow: list[Cell], md_dir: Path
     short, crafter = [c for c in cells if c.task != "crafter"], [c for c in cells if c.task == "crafter"]
     lines += plot_links(current, short, md_dir, plot_dir) + backend_lines(backends or {}, cells + slow)
     lines += crafter_lines(current, cells) + length_lines(current, cells)
-    lines += plot_links(current, crafter, md_dir, plot_dir) + target_lines(current, cells)
+    lines += plot_links(current, crafter, md_dir, plot_dir) + target_lines(current, list(dict.fromkeys(cells + slow)))
     slow_short = [c for c in slow if c.task != "crafter"]  # crafter's slow loop is read by its score, below
     lines += missing_lines(current, cells) + ["", *success_table(SLOWLOOP_TITLE, current, slow, SLOWLOOP_COLUMNS)]
     lines += plot_links(current, slow_short, md_dir, plot_dir) + pair_lines(current, slow_short)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 import env
-from bench.grid import BUDGETS, COMPARISONS, KEPT, TARGETS, Cell, curve_key
+from bench.grid import BUDGETS, COMPARISONS, KEPT, LONG_COMPARISONS, TARGETS, Cell, curve_key
 
 
 def mean_sd(values: list[tuple[float | None, int]]) -> str:
@@ -70,7 +70,7 @@ def target_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
 
 def comparison_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
     """The target rows of RL-GPT against its ablations (COMPARISONS, KEPT), from the seeds run of each arm."""
-    def mean(task: str, mode: str, what: str = "train") -> float | None:
+    def mean(task: str, mode: str, what: str = "train") -> float | None:  # over the seeds run
         known = [v for c in cells if (c.task, c.mode) == (task, mode) and c in current
                  if (v := measured(current[c], what)) is not None]
         return float(np.mean(known)) if known else None
@@ -83,6 +83,14 @@ def comparison_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
             got, ok = ("—", None) if a is None or b is None else (f"{a:.2f} vs {b:.2f}", a >= b + margin - 1e-9)
             rows.append(f"| {task}, rlgpt | training success at the budget, against `{other}` | {aim} | {got} | "
                         f"{'not measured yet' if ok is None else 'met' if ok else 'missed'} |")
+    for task, other, what, margin, strict in LONG_COMPARISONS:
+        a, b = mean(task, "rlgpt", what), mean(task, other, what)
+        aim = (">" if strict else ">=") + f" {other}" + (f" {margin:+g}" if margin else "")
+        got = "—" if a is None or b is None else f"{a:.2f} vs {b:.2f}"
+        ok = None if a is None or b is None else a > b + margin if strict else a >= b + margin - 1e-9
+        label = "training success at the budget" if what == "train" else "Crafter score"
+        rows.append(f"| {task}, rlgpt | {label}, against `{other}` | {aim} | {got} | "
+                    f"{'not measured yet' if ok is None else 'met' if ok else 'missed'} |")
     learned = [a for a in env.ACHIEVEMENTS if (p := mean("crafter", "rl", a)) is not None and p > 100 * KEPT[0]]
     ratios = {a: (mean("crafter", "rlgpt", a), mean("crafter", "rl", a)) for a in learned}
     if ratios and all(r is not None for r, _ in ratios.values()):

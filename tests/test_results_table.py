@@ -121,7 +121,8 @@ def test_targets_are_met_missed_or_not_measured_and_a_miss_quotes_its_logs(tmp_p
     assert "- crafter__rlgpt__s1__1000000" in text and "collect_wood__rlgpt__s1" not in text.split("**Targets**")[1]
     for path in results.glob("*.json"):
         path.unlink()
-    rows = len(grid.TARGETS) + len(grid.COMPARISONS) * sum(t != "crafter" for t in grid.BUDGETS)
+    rows = len(grid.TARGETS) + len(grid.COMPARISONS) * sum(t != "crafter" for t in grid.BUDGETS) + \
+        len(grid.LONG_COMPARISONS)
     assert ablation.main(["--table"]) == 0 and md.read_text().count("| not measured yet |") == rows
 
 
@@ -135,8 +136,20 @@ def test_rlgpt_is_set_against_each_ablation_and_crafter_keeps_what_rl_learns(tmp
                             ("rlgpt", {"collect_wood": 95.0, "wake_up": 60.0})):
             fake_result(results, grid.Cell("crafter", mode, seed, 1_000_000), None, 0, crafter={
                 "score": 20.0, "episodes": 100, "achievements": dict.fromkeys(env.ACHIEVEMENTS, 0.0) | rates})
+        for mode, score in (("code", 25.0), ("rlgpt-1iter", 19.0)):
+            fake_result(results, grid.Cell("crafter", mode, seed, 1_000_000), None, 0, crafter={
+                "score": score, "episodes": 100, "achievements": dict.fromkeys(env.ACHIEVEMENTS, 0.0)})
+        for mode, success in (("rlgpt", 0.6), ("code", 0.615)):
+            fake_result(results, grid.Cell("make_stone_pickaxe", mode, seed, 300_000), success, 40)
     assert ablation.main(["--table"]) == 0
     text = md.read_text()
+    assert row_of(text, "crafter, rlgpt", "Crafter score, against `code`")[0][2:] == [">= code", "20.00 vs 25.00",
+                                                                                       "missed"]
+    assert row_of(text, "crafter, rlgpt", "Crafter score, against `rlgpt-1iter`")[0][4] == "met"
+    assert row_of(text, "make_stone_pickaxe, rlgpt", "training success at the budget, against `code`")[0][2:] == [
+        ">= code -0.02", "0.60 vs 0.61", "met"]
+    assert row_of(text, "collect_iron, rlgpt", "training success at the budget, against `code`")[0][4] == \
+        "not measured yet"
     against = "training success at the budget, against "
     assert row_of(text, "place_table, rlgpt", against + "`code`")[0][2:] == [">= code -0.02", "0.95 vs 0.98", "missed"]
     assert row_of(text, "place_table, rlgpt", against + "`rl+config`")[0][4] == "met"
