@@ -45,9 +45,9 @@ VERSION_NOTES = {"rl+config": "the critic reads episode ends",
                           "play_crafter naps early; shaping stops where code over-gathers",
                  "rlgpt-1iter": "rlgpt's control"}
 # Per (mode, task): overrides RESULTS_VERSION for one task's cells, for a change that only that task's runs
-# see; e.g. a change to reference/crafter_program.py, run by `--mode code --task crafter` (and the rlgpt crafter plan's
-# play_crafter) alone, bumps ("code", "crafter") and ("rlgpt", "crafter") here, not "code" and "rlgpt",
-# whose other cells did not change (rlgpt's v4 covers its crafter cells).
+# see; e.g. a change to reference/crafter_program.py, run by `--mode code --task crafter` (and, taken apart, by the
+# rlgpt crafter plan's parts) alone, bumps ("code", "crafter") and the crafter cells of "rlgpt" and "rlgpt-1iter"
+# here, not "code" and "rlgpt", whose other cells did not change.
 TASK_VERSION: dict[tuple[str, str], int] = {("code", "crafter"): 2, ("rlgpt", "collect_wood"): 4,
                                              ("rlgpt", "crafter"): 6, ("rlgpt-1iter", "crafter"): 6}
 TASK_VERSION_NOTES: dict[tuple[str, str], str] = {  # what changed, as the results page says it
