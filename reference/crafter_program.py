@@ -233,14 +233,10 @@ def shelter_and_sleep(api, g, inv):
     the only way to face the cell behind the player. With no pocket in reach, sleep in the open only
     when exhausted and no zombie is in view."""
     if sealed(g):
-        while api.steps_left() > 1 and api.inventory()["energy"] < 9:
-            health = api.inventory()["health"]
-            api.sleep()
-            if api.inventory()["health"] < health:
-                return True
-        if api.steps_left() > 1 and api.inventory()["health"] < 6:
-            api.noop(min(api.steps_left() - 1, 26))  # health comes back one point in about 26 steps
-        api.noop()  # the first step with full energy wakes the player
+        if not api.sleep() or api.inventory()["energy"] < 9:  # steps spent (it sleeps on), or woken by a hit
+            return True
+        if api.inventory()["health"] < 6:
+            api.noop(min(api.steps_left(), 26))  # health comes back one point in about 26 steps
         return True
     found = find_pocket(g, inv) if inv["wood_pickaxe"] > 0 and inv["stone"] > 0 else None
     if found is not None:
@@ -262,13 +258,10 @@ def shelter_and_sleep(api, g, inv):
 
 
 def sleep_in_open(api):
-    """Sleep until energy is full (the next step wakes the player: wake_up); stop when hurt (damage wakes a
-    sleeper) or once a zombie or skeleton is next to the player."""
-    while api.steps_left() > 1 and api.inventory()["energy"] < 9 and not threat(api):
-        health = api.inventory()["health"]
+    """Sleep until energy is full (then the player wakes: wake_up) or a hit wakes it, or the call's steps are
+    spent (it sleeps on); not with a zombie or skeleton next to the player."""
+    if not threat(api):
         api.sleep()
-        if api.inventory()["health"] < health:
-            return True
     return True
 
 

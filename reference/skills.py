@@ -169,11 +169,9 @@ def sleep_when_tired(api):
     walled_in = all(side in ["stone", "tree", "water", "lava", "table", "furnace"] for side in sides)
     if start >= 9 or (api.nearest("zombie") is not None and not walled_in):
         return False
-    while api.inventory()["energy"] < 9 and api.steps_left() > 1:
-        api.sleep()
-        if api.inventory()["health"] < health:  # attacked, and so woken up: let the RL agent react
-            return False
-    api.noop()  # the first step with full energy wakes the player up
+    api.sleep()  # until awake: energy full, or hurt; or until the call's steps are spent (it sleeps on)
+    if api.inventory()["health"] < health:  # attacked, and so woken up: let the RL agent react
+        return False
     return api.inventory()["energy"] > start
 '''),
     _skill('''
