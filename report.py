@@ -118,9 +118,9 @@ def plot(curves: dict[str, list[tuple[np.ndarray, np.ndarray]]], path: Path, tit
 
 
 def write_summary(run_dir: Path, history: list[dict], args) -> None:
-    """summary.md: what was run, a row per iteration, the success plot and the artefacts."""
+    """summary.md: what was run, a row per iteration, the success plot (on `crafter` the score's) and the artefacts."""
     run_dir = Path(run_dir)
-    no_goal = E.get_task(args.task).achievement is None  # `crafter`: success is always 0, the score measures it
+    no_goal = args.task == "crafter"  # the task with no single goal: success is always 0, the score measures it
     what, plotted = ("score", "score.png") if no_goal else ("success", "success.png")
     if no_goal:  # each iteration's training episodes, as the table's column
         scored = [h for h in history if h.get("score")]
@@ -153,7 +153,7 @@ def write_summary(run_dir: Path, history: list[dict], args) -> None:
         lines += ["", "Success per sub-task (share of the training episodes that ended in each iteration and "
                   f"reached it). Curriculum stages done: {stages}; now training: {chain['current']}.", ""]
         lines += CU.subtask_rows(read_jsonl(run_dir / "stats.jsonl"), chain["subtasks"])
-    if args.task == "crafter":
+    if no_goal:
         score, rates = crafter_score(run_dir / "stats.jsonl")
         lines += ["", f"Crafter score over all training episodes: {score:.1f}", "",
                   "| achievement | success % |", "|---|---|"]
