@@ -7,7 +7,8 @@ every backend): how long episodes were, and how long the successful ones took. F
 rows (stats.jsonl: achievements and how each episode ended): where failed episodes stalled in the
 task's chain, how they ended (died of what, ran out of time), how much of each item the chain needs the
 successful ones gathered, and, for `crafter` (no single goal, so success is always 0), the Crafter score
-with its bootstrap standard error and each achievement's rate.
+with its bootstrap standard error and each achievement's rate (RunningScore: the same score, no standard
+error, over the iteration's episodes finished so far, for the progress bar).
 
     python evidence.py runs/<run_dir>     # these numbers for each iteration of a finished Crafter run
 """
