@@ -7,7 +7,8 @@ every backend): how long episodes were, and how long the successful ones took. F
 rows (stats.jsonl: achievements and how each episode ended): where failed episodes stalled in the
 task's chain, how they ended (died of what, ran out of time), how much of each item the chain needs the
 successful ones gathered, and, for `crafter` (no single goal, so success is always 0), the Crafter score
-with its bootstrap standard error and each achievement's rate.
+with its bootstrap standard error and each achievement's rate (RunningScore: the same score, no standard
+error, over the iteration's episodes finished so far, for the progress bar).
 
     python evidence.py runs/<run_dir>     # these numbers for each iteration of a finished Crafter run
 """
@@ -85,9 +86,37 @@ def gathered(task_name: str, rows: list[dict]) -> dict:
     return {"successes": len(won), "items": items}
 
 
-def _score(rates: np.ndarray) -> np.ndarray:
+def score_of(rates: np.ndarray) -> np.ndarray:
     """Crafter's score from per-achievement unlock shares (last axis): exp(mean(ln(1 + 100 p))) - 1."""
     return np.exp(np.log1p(100.0 * rates).mean(-1)) - 1.0
+
+
+class RunningScore:
+    """The Crafter score of one iteration's training episodes finished so far, for the progress bar: each
+    update() reads only the rows stats.jsonl gained since the last (no bootstrap, so it is cheap to ask often);
+    the rows of other iterations are skipped. Reading from the file's start, it counts the rows a resumed
+    iteration wrote before its checkpoint too."""
+
+    def __init__(self, stats_path: Path, iteration: int):
+        self.path, self.iteration, self.offset = Path(stats_path), iteration, 0
+        self.unlocked, self.episodes = np.zeros(len(ACHIEVEMENTS)), 0
+
+    def update(self) -> str:
+        """'<score> (n=<episodes>)', or '-' before any episode of the iteration has finished."""
+        if self.path.is_file():
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                new = f.read()
+            lines = new[:new.rfind(b"\n") + 1]  # a row still being written waits for the next update
+            self.offset += len(lines)
+            for line in lines.splitlines():
+                row = json.loads(line)
+                if row.get("iteration") == self.iteration:
+                    self.unlocked += [row.get(f"achievement_{a}", 0) > 0 for a in ACHIEVEMENTS]
+                    self.episodes += 1
+        if not self.episodes:
+            return "-"
+        return f"{float(score_of(self.unlocked / self.episodes)):.1f} (n={self.episodes})"
 
 
 def crafter_score(rows: list[dict]) -> dict | None:
@@ -100,8 +129,18 @@ def crafter_score(rows: list[dict]) -> dict | None:
     draws = np.random.default_rng(0).integers(0, n, size=(SCORE_BOOTSTRAP, n))
     resampled = np.stack([np.bincount(d, minlength=n) for d in draws]) @ unlocked / n
     rates = unlocked.mean(0)
-    return {"score": round(float(_score(rates)), 2), "se": round(float(_score(resampled).std(ddof=1)), 2),
+    return {"score": round(float(score_of(rates)), 2), "se": round(float(score_of(resampled).std(ddof=1)), 2),
             "episodes": n, "achievements": {a: round(float(p), 3) for a, p in zip(ACHIEVEMENTS, rates, strict=True)}}
+
+
+def no_goal(task_name: str) -> bool:
+    """`crafter`: no single goal, so success is always 0 and the Crafter score measures the episodes."""
+    return is_crafter(task_name) and not get_task(task_name).success
+
+
+def score_row(score: dict | None) -> dict | None:
+    """crafter_score's numbers as the history keeps them: score, standard error, episodes (None without)."""
+    return {key: score[key] for key in ("score", "se", "episodes")} if score else None
 
 
 def iteration_evidence(task_name: str, episodes: list[tuple[int, bool]], rows: list[dict]) -> dict:
@@ -112,7 +151,7 @@ def iteration_evidence(task_name: str, episodes: list[tuple[int, bool]], rows: l
             "stalls": stall_shares(task_name, rows) if crafter else {},
             "ends": episode_ends(task_name, rows) if crafter else {},
             "gathered": gathered(task_name, rows) if crafter else {},
-            "score": crafter_score(rows) if crafter and not get_task(task_name).success else None}
+            "score": crafter_score(rows) if no_goal(task_name) else None}
 
 
 def critic_stats(args, num_steps: int, iteration: int, steps: tuple[int, int], tally, ev: dict,

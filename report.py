@@ -57,6 +57,12 @@ def crafter_score(stats_path: Path, budget: int | None = None) -> tuple[float, d
     return score, rates
 
 
+def score_text(score: dict | None) -> str:
+    """A Crafter score as the log and summary.md show it: '12.3 ± 1.1 (n=45)' (the bootstrap standard error,
+    the episodes), '- (n=0)' with none."""
+    return f"{score['score']:.1f} ± {score['se']:.1f} (n={score['episodes']})" if score else "- (n=0)"
+
+
 def png_frames(frames: list[np.ndarray], count: int = 3) -> list[bytes]:
     """A few evenly spaced frames of an episode as PNG bytes, upscaled so a vision model can see them."""
     import imageio
@@ -96,7 +102,7 @@ def plot(curves: dict[str, list[tuple[np.ndarray, np.ndarray]]], path: Path, tit
         runs = [(x, y) for x, y in runs if len(x)]
         if not runs:
             continue
-        grid = np.linspace(0, max(x.max() for x, _ in runs), 50)
+        grid = np.linspace(min(x.min() for x, _ in runs), max(x.max() for x, _ in runs), 50)  # none before the first
         ys = np.stack([np.interp(grid, x, y) for x, y in runs])
         ax.plot(grid, ys.mean(0), label=f"{label} (n={len(runs)})")
         if len(runs) > 1:
@@ -113,19 +119,30 @@ def plot(curves: dict[str, list[tuple[np.ndarray, np.ndarray]]], path: Path, tit
 
 
 def write_summary(run_dir: Path, history: list[dict], args) -> None:
-    """summary.md: what was run, a row per iteration, the success plot and the artefacts."""
+    """summary.md: what was run, a row per iteration, the success plot (on `crafter` the score's) and the artefacts."""
     run_dir = Path(run_dir)
-    x, y = success_curve(run_dir)
-    plot({args.mode: [(x, y)]}, run_dir / "success.png", f"{args.task} ({args.mode})")
+    no_goal = args.task == "crafter"  # the task with no single goal: success is always 0, the score measures it
+    what, plotted = ("score", "score.png") if no_goal else ("success", "success.png")
+    if no_goal:  # each iteration's training episodes, as the table's column
+        scored = [h for h in history if h.get("score")]
+        x, y = (np.array(v, dtype=float) for v in ([h["env_steps"] for h in scored],
+                                                    [h["score"]["score"] for h in scored]))
+        plot({args.mode: [(x, y)]}, run_dir / plotted, f"{args.task} ({args.mode})", rate=False,
+             ylabel="Crafter score of the training episodes\nthat finished in each iteration")
+    else:
+        plot({args.mode: [success_curve(run_dir)]}, run_dir / plotted, f"{args.task} ({args.mode})")
     lines = [f"# {args.task}, mode {args.mode}, seed {args.seed}", "",
              f"Command: `python train.py --resume {run_dir}` continues it; config in `config.json`.", "",
-             "| iteration | env steps | train success (n) | eval success | eval length | code actions | LLM calls |",
+             f"| iteration | env steps | train {what} (n) | eval {what} | eval length | code actions | LLM calls |",
              "|---|---|---|---|---|---|---|"]
     for h in history:
         train = "-" if h["train_success"] is None else f"{h['train_success']:.2f}"
         train += f" (n={h['train_episodes']})" if "train_episodes" in h else ""
+        evaluated = f"{h['eval_success']:.2f}"
+        if no_goal:  # the Crafter score, its bootstrap standard error and n (evidence.crafter_score)
+            train, evaluated = score_text(h.get("score")), score_text(h.get("eval_score"))
         code = ", ".join(n + (" (hand-written)" if n in h.get("hand_written", []) else "") for n in h["code_actions"])
-        lines.append(f"| {h['iteration']} | {h['env_steps']} | {train} | {h['eval_success']:.2f} "
+        lines.append(f"| {h['iteration']} | {h['env_steps']} | {train} | {evaluated} "
                      f"| {h['eval_length']:.0f} | {code or '-'} | {h['llm_calls']} |")
     if history:
         reused = ", ".join(dict.fromkeys(history[-1].get("reused", []))) or "none"
@@ -137,13 +154,13 @@ def write_summary(run_dir: Path, history: list[dict], args) -> None:
         lines += ["", "Success per sub-task (share of the training episodes that ended in each iteration and "
                   f"reached it). Curriculum stages done: {stages}; now training: {chain['current']}.", ""]
         lines += curriculum.subtask_rows(read_jsonl(run_dir / "stats.jsonl"), chain["subtasks"])
-    if args.task == "crafter":
+    if no_goal:
         score, rates = crafter_score(run_dir / "stats.jsonl")
         lines += ["", f"Crafter score over all training episodes: {score:.1f}", "",
                   "| achievement | success % |", "|---|---|"]
         lines += [f"| {a} | {p:.1f} |" for a, p in rates.items()]
     lines += code_action_rows(run_dir)
-    lines += ["", "![success rate](success.png)", "",
+    lines += ["", f"![{what}]({plotted})", "",
               "Artefacts: `iter_k/plan.json`, `iter_k/skills/*.py`, `iter_k/attempts/` (every code tried), "
               "`iter_k/stats.json`, `iter_k/feedback.json`, "
               "`iter_k/eval.gif`, `llm_transcript.jsonl`, `metrics.jsonl` and TensorBoard events, "

@@ -29,6 +29,7 @@ from tqdm import tqdm
 
 import distributed
 import env
+import evidence
 import report
 import skill_library
 from code_actions import ActionSet, CodeStats
@@ -270,10 +271,13 @@ def check_ranks_agree(run_dir: Path, ppo: PPO, action_set: ActionSet, rank: int)
 class IterationTally:
     """What one iteration has counted: the training episodes that finished in it (and how many succeeded),
     the success trend, the code actions' statistics (CodeStats); its progress bar and metric logging. A
-    checkpoint inside the iteration keeps the counts (checkpoint()), so a resume goes on counting from there."""
+    checkpoint inside the iteration keeps the counts (checkpoint()), so a resume goes on counting from there. The
+    bar shows the last update's success, or on `crafter` (no goal) the score so far (evidence.RunningScore)."""
 
     def __init__(self, run: Run, action_set: ActionSet, progress: dict | None, total: int, initial: int, desc: str):
         self.run, self.stats, self.trend, self.last = run, CodeStats(action_set), [], None
+        self.score = evidence.RunningScore(run.dir / "stats.jsonl", run.iteration + 1) \
+            if run.rank == 0 and evidence.no_goal(run.args.task) else None
         self.counted = {"episodes": 0, "successes": 0}
         if progress is not None and run.rank == 0:  # rank 0 holds every rank's counts up to the checkpoint
             self.stats.restore(progress["decisions"], progress["rows"], progress.get("episodes"))
@@ -290,7 +294,8 @@ class IterationTally:
             self.counted["successes"] += round(metrics["charts/success_rate"] * n)
             self.trend.append(round(metrics["charts/success_rate"], 3))
             self.last = f"{self.trend[-1]:.2f} (n={n})"
-        self.bar.set_postfix(SPS=metrics.get("charts/SPS"), success=self.last, llm=llm_calls(self.run))
+        shown = {"success": self.last} if self.score is None else {"score": self.score.update()}
+        self.bar.set_postfix(SPS=metrics.get("charts/SPS"), llm=llm_calls(self.run), **shown)
 
     def checkpoint(self) -> dict:
         """The counts so far, summed over the ranks: every rank calls this (a collective), rank 0 saves it."""
@@ -349,18 +354,20 @@ def record_iteration(run: Run, state: LoopState, critic_stats: dict, ev: dict, s
         report.write_gif(it_dir / "eval.gif", ev["frames"])
     (it_dir / "stats.json").write_text(json.dumps(critic_stats, indent=2))
     train_success, n_train = critic_stats["success_rate"], critic_stats["success_episodes"]
-    score = critic_stats["score"]
+    score, no_goal = critic_stats["score"], evidence.no_goal(run.args.task)  # no goal: the score stands for success (0)
+    eval_score = evidence.score_row(evidence.crafter_score(ev["rows"])) if no_goal else None
     state.history.append({
         "iteration": iteration, "env_steps": step, "train_success": train_success, "train_episodes": n_train,
         "eval_success": ev["success_rate"], "eval_length": ev["mean_length"], "eval_env_steps": ev["env_steps"],
         "code_actions": list(action_set.active.values()), "rl_config": rl_config,
         "hand_written": action_set.hand_written(), "episode_lengths": critic_stats["episode_lengths"],
-        "score": score and {key: score[key] for key in ("score", "se", "episodes")}, "llm_calls": llm_calls(run),
+        "score": evidence.score_row(score), "eval_score": eval_score, "llm_calls": llm_calls(run),
         "reused": state.reused, "n_actions": n_actions, "curriculum": _curriculum_row(state.curriculum),
         "wall_s": round(time.time() - t0, 1)})
     shown = "-" if train_success is None else f"{train_success:.2f}"
-    tqdm.write(f"[iter {iteration}] env steps {step}: train success {shown} (n={n_train}), "
-               f"eval success {ev['success_rate']:.2f} (n={critic_stats['eval_episodes']})")
+    train, evaluated = (f"score {report.score_text(score)}", f"score {report.score_text(eval_score)}") if no_goal \
+        else (f"success {shown} (n={n_train})", f"success {ev['success_rate']:.2f} (n={critic_stats['eval_episodes']})")
+    tqdm.write(f"[iter {iteration}] env steps {step}: train {train}, eval {evaluated}")
 
 
 def record_feedback(run: Run, state: LoopState, iteration: int, feedback) -> None:

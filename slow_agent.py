@@ -82,6 +82,19 @@ from prompts.planner import (
 )
 from reference import minedojo_skills, plans, skills
 
+# The replies' caps (max_tokens, as sent), so that a full plan or critique is never cut. Measured in characters
+# and counted at 3.5 characters a token (JSON with English text; no tokenizer here): the longest plan the tests
+# script, reference/plans.py's collect_diamond (16 sub-actions, specs up to 217 characters), is 8,736 characters
+# compact and 10,330 indented (2,950 tokens: past the old cap of 2048); a capable model's 16-sub-action `crafter`
+# plan was 7,237 (2,070 tokens, specs up to 413 characters) and its two critiques 1,901 and 1,708 (fixes of up
+# to 561 characters for 2 and 3 code actions). A full plan, 16 sub-actions each with a 600-character spec, a
+# 250-character reason and an initiation, indented, is 19,748 characters: 5,640 tokens (6,580 even at 3 a token).
+# A full critique (an 800-character summary, fixes of 500 characters for 16 code actions, 22 reasons) is 13,296:
+# 3,800 (4,430).
+# tests/test_agents.py builds both and checks they fit; a reply cut anyway goes back to the model (CUT_OFF).
+PLAN_REPLY_TOKENS = 8192
+CRITIQUE_REPLY_TOKENS = 6144
+
 
 class AgentError(Exception):
     """The model kept replying with something unusable after every repair (or a hand-written reference
@@ -124,7 +137,7 @@ class SlowAgent:
             return plan
 
         messages = plan_messages(task, env_doc, feedback, previous, self.catalogue)
-        return self._ask(messages, plan_schema(reuse=bool(self.catalogue)), parse, "plan", max_tokens=2048)
+        return self._ask(messages, plan_schema(reuse=bool(self.catalogue)), parse, "plan", max_tokens=PLAN_REPLY_TOKENS)
 
     def critique(self, plan: Plan, code_actions: list[CodeAction], stats: dict,
                  frames: list[bytes] | None = None) -> Feedback:
@@ -140,7 +153,7 @@ class SlowAgent:
 
         messages = critic_messages(plan, code_actions, stats, self.hand_written, len(frames))
         return self._ask(messages, feedback_schema(variants=self.hand_written, rl=rl), parse, "critique",
-                         images=frames or None)
+                         images=frames or None, max_tokens=CRITIQUE_REPLY_TOKENS)
 
     def _ask(self, messages: list[dict], schema: dict, parse, what: str, **chat_args):
         """Ask for JSON until `parse` accepts it, feeding each rejection back with its exact error.

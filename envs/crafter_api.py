@@ -94,13 +94,24 @@ class CrafterAPI(PrimitiveAPI):
         self._act(ACTIONS.index("make_" + item))
         return self.inventory()[item] > before
 
-    def sleep(self, times: int = 1) -> None:
-        """Sleep `times` steps. The player falls asleep only with energy below 9, then sleeps whatever is
-        chosen (every action becomes sleep) until energy is 9 again (1 per about 11 steps: up to ~100 steps
-        from 0) or it is hurt; waking up is the wake_up achievement. No call says whether the
-        player sleeps; inventory()["energy"] rising shows it."""
-        for _ in range(times):
-            self._act(ACTIONS.index("sleep"))
+    def sleep(self, max_steps: int | None = None) -> bool:
+        """Sleep until the player is awake again, in at most `max_steps` steps (default and at most: the call's
+        steps_left(); at least 1). The player falls asleep only with energy below 9 (with 9 the one step does
+        nothing and True is returned). Asleep, energy rises by 1 about every 11 steps (about 100 steps from 0
+        to 9); the player wakes on the step after it reaches 9 (the wake_up achievement) or on a step that
+        costs health (a zombie hits a sleeper for 7). While it sleeps the game turns every action into sleep:
+        move, do, place, make (of this call, of a later call, or the RL agent's own) each take their step and
+        do nothing until it wakes. Returns True if the player is awake when it returns, False if the steps ran
+        out first (it sleeps on). Sleeping never stops the call: after False with steps_left() at 0, return
+        (any acting call with no step left stops the call, "stopped: step_budget")."""
+        player, action = self._env._crafter._player, ACTIONS.index("sleep")
+        steps = min(self.steps_left(), self.steps_left() if max_steps is None else int(max_steps))
+        self._act(action)  # one step at least: with none left this stops the call, as every acting call does
+        for _ in range(steps - 1):
+            if not player.sleeping:
+                break
+            self._act(action)
+        return not player.sleeping
 
     def noop(self, times: int = 1) -> None:
         """Wait `times` steps."""

@@ -235,7 +235,7 @@ def shelter_and_sleep(api, g, inv):
     if sealed(g):
         while api.steps_left() > 1 and api.inventory()["energy"] < 9:
             health = api.inventory()["health"]
-            api.sleep()
+            api.sleep(1)  # a step at a time: the loop checks after each
             if api.inventory()["health"] < health:
                 return True
         if api.steps_left() > 1 and api.inventory()["health"] < 6:
@@ -266,7 +266,7 @@ def sleep_in_open(api):
     sleeper) or once a zombie or skeleton is next to the player."""
     while api.steps_left() > 1 and api.inventory()["energy"] < 9 and not threat(api):
         health = api.inventory()["health"]
-        api.sleep()
+        api.sleep(1)  # a step at a time: the loop checks after each
         if api.inventory()["health"] < health:
             return True
     return True

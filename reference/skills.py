@@ -170,7 +170,7 @@ def sleep_when_tired(api):
     if start >= 9 or (api.nearest("zombie") is not None and not walled_in):
         return False
     while api.inventory()["energy"] < 9 and api.steps_left() > 1:
-        api.sleep()
+        api.sleep(1)  # a step at a time: the loop checks after each
         if api.inventory()["health"] < health:  # attacked, and so woken up: let the RL agent react
             return False
     api.noop()  # the first step with full energy wakes the player up

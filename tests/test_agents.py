@@ -16,8 +16,8 @@ from env import TASKS, CrafterAPI, get_task
 from fast_agent import Attempt, FastAgent
 from prompts.planner import SUBTASKS_LONG, SUBTASKS_SHORT
 from reference import plans, skills
-from slow_agent import AgentError, SlowAgent
-from tests.fake_llm import FakeLLMServer, client, text_of
+from slow_agent import CRITIQUE_REPLY_TOKENS, PLAN_REPLY_TOKENS, AgentError, SlowAgent
+from tests.fake_llm import FakeLLMServer, client, text_of, truncated
 
 DOC = api_doc(CrafterAPI)
 
@@ -249,6 +249,39 @@ def test_critic_reply_naming_unknown_sub_actions_is_repaired():
         fb = SlowAgent(client(srv)).critique(PLAN, [], STATS)
     assert "unknown sub-action names ['fly']" in srv.requests[1].json["messages"][-1]["content"]
     assert fb.fixes == {"chop_tree": "fix"}  # a code version's name is read as its sub-action's
+
+
+# A full reply at 3 characters a token (JSON with English text runs about 3.5, so this errs long): within the cap.
+def _tokens_at_most(reply: dict) -> float:
+    return len(json.dumps(reply, indent=2)) / 3
+
+
+def test_the_plan_cap_holds_a_full_plan_and_a_cut_plan_is_asked_for_again():
+    sub = {"name": "make_stone_pickaxe_at_table", "how": "code", "spec": "s" * 600, "reason": "r" * 250,
+           "subtask": "make_stone_pickaxe",
+           "initiation": {"inventory": {"wood": 1, "stone": 1, "wood_pickaxe": 1}, "in_view": ["table", "stone"]}}
+    full = {"subtasks": list(get_task("collect_diamond").prerequisites), "subactions": [sub] * 16,
+            "rl_config": {"shaping": {"wood": 0.1, "stone": 0.1, "coal": 0.2, "iron": 0.5}, "mask_actions": ["noop"]}}
+    for reply in (full, plans.reference_plan("collect_diamond")):  # the longest plan the tests script: 16 sub-actions
+        assert _tokens_at_most(reply) <= PLAN_REPLY_TOKENS
+    with FakeLLMServer([truncated(plan_json()[:80]), plan_json()]) as srv:
+        plan = SlowAgent(client(srv)).plan(get_task("collect_wood"), DOC)
+    assert [r.json["max_tokens"] for r in srv.requests] == [PLAN_REPLY_TOKENS] * 2  # what is sent
+    assert f"cut off at the {PLAN_REPLY_TOKENS}-token limit" in srv.requests[1].json["messages"][-1]["content"]
+    assert [s.name for s in plan.subactions] == ["find_tree", "chop_tree"]
+
+
+def test_the_critique_cap_holds_a_full_critique_and_a_cut_one_is_asked_for_again():
+    full = {"summary": "s" * 800, "to_code": ["a" * 20] * 3, "to_rl": ["b" * 20] * 3,
+            "fixes": {f"code_action_{i:02d}": "f" * 500 for i in range(16)},  # a fix for each of 16 code actions
+            "rl_config": {"shaping": {"wood": 0.1, "stone": 0.1}, "mask_actions": ["noop"]},
+            "reasons": ["r" * 160] * 22}
+    assert _tokens_at_most(full) <= CRITIQUE_REPLY_TOKENS
+    with FakeLLMServer([truncated(FEEDBACK[:40]), FEEDBACK]) as srv:
+        fb = SlowAgent(client(srv)).critique(PLAN, [skills.skill_for("chop_tree")], STATS)
+    assert [r.json["max_tokens"] for r in srv.requests] == [CRITIQUE_REPLY_TOKENS] * 2
+    assert f"cut off at the {CRITIQUE_REPLY_TOKENS}-token limit" in srv.requests[1].json["messages"][-1]["content"]
+    assert fb.fixes == {"chop_tree": "guard the division"}
 
 
 def test_critic_shows_a_rewritten_code_actions_statistics_and_code_left_to_rl():

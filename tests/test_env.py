@@ -27,6 +27,7 @@ from env import (
     set_vec_code_actions,
     world_seed,
 )
+from sandbox.limits import StepBudgetExceeded
 
 WOOD = ITEMS.index("wood")
 
@@ -471,4 +472,34 @@ def test_each_call_of_a_code_action_says_how_it_ended():
     while "episode" not in info:
         *_, info = env.step(n + 3)  # 10 steps a call; the episode's 40-step limit ends one call midway
     assert info["code_end"] == "episode_end"
+
+
+@pytest.mark.parametrize("impl", ["fast", "original"])
+def test_sleep_sleeps_until_the_player_wakes_or_the_steps_run_out_and_never_stops_the_call(impl):
+    assert "Sleeping never stops the call" in api_doc(CrafterAPI)
+    actions = [code("nap", "    return api.sleep()\n"),
+               code("long_nap", "    return api.sleep() is False and api.steps_left() == 0\n")]
+    env, world, player, api = sand_world(code_actions=actions, max_macro_steps=64, crafter_impl=impl)
+
+    def call(name: str, energy: int | None = None) -> dict:
+        if energy is not None:
+            player.inventory["energy"], player._fatigue, player.sleeping = energy, 0, False
+        return env.step(len(ACTIONS) + [a.name for a in actions].index(name))[4]
+
+    info = call("nap", energy=8)  # 11 steps asleep give the point of energy, the 12th wakes the player
+    assert (info["prim_steps"], info["code_ok"], info["code_error"]) == (12, True, "")
+    assert not player.sleeping and player.inventory["energy"] == 9 and player.achievements["wake_up"] == 1
+    info = call("nap")  # energy 9: the player cannot fall asleep; one step
+    assert (info["prim_steps"], info["code_ok"], player.sleeping) == (1, True, False)
+    info = call("long_nap", energy=3)  # more sleep than the call's 64 steps: it returns False, not stopped
+    assert (info["prim_steps"], info["code_ok"], info["code_error"]) == (64, True, "")
+    assert player.sleeping and player.inventory["energy"] == 3 + 64 // 11
+    pos = tuple(player.pos)
+    env.step(ACTIONS.index("move_left"))  # the player sleeps on: the RL agent's move is sleep too
+    assert player.sleeping and tuple(player.pos) == pos
+    short, player.inventory["energy"], player._fatigue = env.unwrapped.make_api(7), 3, 0
+    assert short.sleep(5) is False and short.steps_left() == 2  # at most max_steps
+    assert short.sleep() is False and short.steps_left() == 0
+    with pytest.raises(StepBudgetExceeded):  # with no step left it stops the call, as every acting call does
+        short.sleep()
     env.close()

@@ -282,3 +282,39 @@ def test_skills_flag_default_none_and_bad_path(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         train.main(["--skills", str(afile), "--runs-dir", str(tmp_path / "runs"), "--llm", "reference"])
     assert e.value.code == 2 and "cannot use it as the skill library directory" in capsys.readouterr().err
+
+
+PLAN_REUSE = {"subtasks": [], "rl_config": {"shaping": {}, "mask_actions": []}, "subactions": [
+    FIND, {"name": "chop_tree", "how": "code", "spec": "Chop a tree.", "reason": "in the library", "reuse": True}]}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("hand_written", [False, True])
+def test_train_gives_the_runs_hand_written_setting_to_the_catalogue_and_to_reuse(hand_written, tmp_path, monkeypatch):
+    """An LLM run is offered and reuses the library's hand-written skills only with --hand-written. The library
+    holds the seeded hand-written skills and a measured LLM chop_tree, which the catalogue lists either way; while
+    the planner answers, another run's measurements make the hand-written chop_tree the best version, so the
+    plan's "reuse" meets hand-written code: reused with --hand-written, else written by the fast agent."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    lib = lib_at(tmp_path / "lib")
+    lib.record(lib.add(CHOP, origin="llm"), {"run": "earlier", "iteration": 1, "calls": 10, "ok": 5, "steps": 30,
+                                             "errors": 0})
+
+    def replies(request: dict) -> str:
+        if request["messages"][0]["content"].startswith("You are the slow agent"):
+            vid = lib.add(skills.SKILLS["chop_tree"], origin="hand-written")  # seeded already: its id
+            lib.record(vid, {"run": "other", "iteration": 1, "calls": 100, "ok": 90, "steps": 300, "errors": 0})
+            return json.dumps(PLAN_REUSE)
+        return CHOP_A
+
+    with FakeLLMServer(replies) as srv:
+        assert train.main(TINY + ["--task", "collect_wood", "--llm", "http", "--llm-url", srv.url, "--skills",
+                                  str(lib.path), "--runs-dir", str(tmp_path / "runs")]
+                          + ["--hand-written"] * hand_written) == 0
+        requests = [r.json for r in srv.requests]
+    plan_request = json.dumps(requests[0]["messages"])
+    assert "- chop_tree: Chop a tree. (llm, returned True in 0.50 of 10 calls in training)" in plan_request
+    assert ("- place_table: " in plan_request) == hand_written  # a hand-written skill only the seeding added
+    assert len(writes(requests, "chop_tree")) == (0 if hand_written else 1)
+    (d,) = list((tmp_path / "runs").iterdir())
+    assert ("chop_tree (hand-written)" in (d / "summary.md").read_text()) == hand_written

@@ -1,0 +1,72 @@
+"""train.py end to end on `crafter`, the task with no single goal: what the user is shown (the Crafter score where
+success would always read 0) and what the critic reads (iter_k/stats.json), checked against the run's own logs."""
+
+import contextlib
+import io
+import json
+
+import numpy as np
+import pytest
+
+import evidence as EV
+import report
+import train
+from env import ACHIEVEMENTS
+from tests.test_train import TINY, history, run_dir
+
+
+@pytest.fixture(scope="module")
+def crafter_run(tmp_path_factory):
+    """Plain PPO on `crafter`: two iterations of 750 env steps, 2 evaluation episodes after each; its stdout and
+    stderr (the progress bar) together."""
+    root = tmp_path_factory.mktemp("crafter")
+    shown = io.StringIO()
+    with contextlib.redirect_stdout(shown), contextlib.redirect_stderr(shown):
+        assert train.main(TINY + ["--task", "crafter", "--mode", "rl", "--iterations", "2", "--total-steps", "1500",
+                                  "--eval-episodes", "2", "--runs-dir", str(root)]) == 0
+    return run_dir(root), shown.getvalue()
+
+
+def rows_of(path, iteration: int) -> list[dict]:
+    return [r for r in report.read_jsonl(path) if r["iteration"] == iteration]
+
+
+def test_the_bar_the_log_line_and_the_summary_show_the_crafter_score_with_its_n(crafter_run):
+    d, shown = crafter_run
+    summary = (d / "summary.md").read_text()
+    assert "| train score (n) | eval score |" in summary and "![score](score.png)" in summary
+    assert (d / "score.png").is_file() and "success=" not in shown and "train success" not in shown
+    for h in history(d):
+        trained, evaluated = rows_of(d / "stats.jsonl", h["iteration"]), rows_of(d / "eval.jsonl", h["iteration"])
+        assert trained and len(evaluated) == 2
+        assert h["score"] == EV.score_row(EV.crafter_score(trained)) and h["score"]["episodes"] == len(trained)
+        assert h["eval_score"] == EV.score_row(EV.crafter_score(evaluated)) and h["eval_score"]["episodes"] == 2
+        train_text, eval_text = report.score_text(h["score"]), report.score_text(h["eval_score"])
+        assert f"[iter {h['iteration']}] env steps {h['env_steps']}: train score {train_text}, eval score {eval_text}" \
+            in shown
+        assert f"| {h['iteration']} | {h['env_steps']} | {train_text} | {eval_text} |" in summary
+        # the bar's last state: the score of every training episode that finished in the iteration, and their n
+        unlocked = np.mean([[r[f"achievement_{a}"] > 0 for a in ACHIEVEMENTS] for r in trained], axis=0)
+        assert f"score={float(EV.score_of(unlocked)):.1f} (n={len(trained)})]" in shown
+
+
+def test_stats_json_holds_the_evaluation_episodes_own_mean_length(crafter_run):
+    d, _ = crafter_run
+    for iteration in (1, 2):
+        lengths = [r["length"] for r in rows_of(d / "eval.jsonl", iteration)]
+        stats = json.loads((d / f"iter_{iteration}" / "stats.json").read_text())
+        assert stats["eval_episodes"] == len(lengths) == 2
+        assert stats["eval_mean_length"] == pytest.approx(np.mean(lengths))
+
+
+def test_the_running_score_reads_only_new_whole_rows_of_its_iteration(tmp_path):
+    path, none = tmp_path / "stats.jsonl", {f"achievement_{a}": 0 for a in ACHIEVEMENTS}
+    wood, later = json.dumps(dict(none, iteration=2, achievement_collect_wood=1)), json.dumps(dict(none, iteration=2))
+    score = EV.RunningScore(path, iteration=2)
+    assert score.update() == "-"  # no file yet
+    path.write_text(json.dumps(dict(none, iteration=1, achievement_collect_wood=1)) + "\n" + wood + "\n" + later[:9])
+    one_of = np.eye(len(ACHIEVEMENTS))[ACHIEVEMENTS.index("collect_wood")]  # collect_wood's unlock share is 1
+    assert score.update() == f"{float(EV.score_of(one_of)):.1f} (n=1)"  # iteration 1's row and the cut one left out
+    with open(path, "a") as f:  # the row cut short is completed, and another follows
+        f.write(later[9:] + "\n" + later + "\n")
+    assert score.update() == f"{float(EV.score_of(one_of / 3)):.1f} (n=3)"
