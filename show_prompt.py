@@ -19,8 +19,8 @@ from __future__ import annotations
 import json
 
 from code_actions import whole_task_subaction
-from core import CodeAction, Mode, Plan, SubAction, Task
-from env import is_crafter
+from core import CodeAction, Mode, Plan, SubAction, Task, api_doc
+from env import api_for, get_task, is_crafter
 from fast_agent import FastAgent
 from llm import LLMError, configured_endpoint
 from reference import minedojo_skills, plans
@@ -64,10 +64,11 @@ def _first_plan(task: Task, mode: Mode, settings: dict) -> tuple[Plan, SubAction
     return plan, (plan.code_subactions[0] if plan.code_subactions and mode == Mode.RLGPT else None)
 
 
-def show_prompts(task: Task, doc: str, settings: dict, hand_written: bool = False) -> str:
-    """The messages an LLM run of `task` with these `settings` (train.py's: mode, total_steps, iterations,
-    num_envs, num_steps, eval_episodes, max_macro_steps) sends first, each headed by its sender."""
-    mode = Mode(settings["mode"])
+def show_prompts(settings: dict) -> str:
+    """The messages an LLM run with these `settings` (train.py's: task, mode, hand_written, total_steps,
+    iterations, num_envs, num_steps, eval_episodes, max_macro_steps) sends first, each headed by its sender."""
+    task, mode, hand_written = get_task(settings["task"]), Mode(settings["mode"]), settings.get("hand_written", False)
+    doc = api_doc(api_for(task.name), settings["max_macro_steps"])  # the doc says how many steps one call may take
     if mode == Mode.RL:
         return ("NOTE: a run with these settings sends no prompt at all (--mode rl is plain PPO: no plan, no code, "
                 "no critic), so an edit of prompts/ changes nothing in it.")

@@ -276,9 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.list_tasks:
         return env.main(["--list"])
     if args.show_prompt:  # what an LLM run with these settings sends first; nothing is sent
-        settings = {**asdict(args), "num_steps": cfg.num_steps}
-        print(show_prompts(env.get_task(args.task), api_doc(env.api_for(args.task), args.max_macro_steps), settings,
-                           args.hand_written))
+        print(show_prompts({**asdict(args), "num_steps": cfg.num_steps}))
         return 0
     if args.resume:
         args, cfg = cli.resumed_args(args, cfg, argv, parser)

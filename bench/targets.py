@@ -133,6 +133,7 @@ def why_missed(r: dict) -> str:
     if weakest:
         text += f"; iteration {last['iteration']}: " + ", ".join(
             f"{name} {row['success_rate']:.2f} of {row['chosen']} calls"
+            + (f", {row['ends']['false_at_once']} returned at once without a step" if row.get("ends") else "")
             + (f" (commonest error: {row['error']})" if row.get("error") else "") for name, row in weakest)
     said = next((it["critic"] for it in reversed(r.get("iterations", [])) if it.get("critic")), None)
     cut = " ..." if said and len(said) >= 300 else ""  # result files keep the first 300 characters

@@ -101,7 +101,8 @@ def test_targets_are_met_missed_or_not_measured_and_a_miss_quotes_its_logs(tmp_p
          "change": "rolled back: success 0.5: worse", "code_actions": {
             "chop_tree": {"chosen": 900, "success_rate": 0.9, "error": None},
             "place_table_v2": {"chosen": 120, "success_rate": 0.25, "error": "line 4: IndexError: out of range"},
-            "make_wood_pickaxe": {"chosen": 60, "success_rate": 0.5, "error": None}}}]
+            "make_wood_pickaxe": {"chosen": 60, "success_rate": 0.5, "error": None,
+                                  "ends": {"true": 30, "false_at_once": 25, "false_after_steps": 5}}}}]
     ablation.write_json(results / "make_wood_pickaxe__rlgpt__s2__200000.json", pickaxe)
     rates = dict.fromkeys(env.ACHIEVEMENTS, 0.0) | {"collect_diamond": 4.5}
     fake_result(results, grid.Cell("crafter", "rlgpt", 1, 1_000_000), None, 0,
@@ -117,7 +118,8 @@ def test_targets_are_met_missed_or_not_measured_and_a_miss_quotes_its_logs(tmp_p
     assert ("- make_wood_pickaxe__rlgpt__s2__200000: curve peaked at 0.75 (env step 80000), ended at 0.50; "
             "training success per iteration: 0.40 (n=20), 0.50 (n=30; the change rolled back); "
             "iteration 2: place_table_v2 0.25 of 120 calls (commonest error: line 4: IndexError: out of range), "
-            'make_wood_pickaxe 0.50 of 60 calls; critic: "place_table returned True in only 0.1 of 50 calls"\n') in text
+            'make_wood_pickaxe 0.50 of 60 calls, 25 returned at once without a step; critic: "place_table returned '
+            'True in only 0.1 of 50 calls"\n') in text
     assert "- crafter__rlgpt__s1__1000000" in text and "collect_wood__rlgpt__s1" not in text.split("**Targets**")[1]
     for path in results.glob("*.json"):
         path.unlink()
