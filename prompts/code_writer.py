@@ -59,7 +59,7 @@ This changes the code now in use for `{name}` (`{version}`); reply with the whol
 {source}
 ```{stats}"""
 
-STATS_NOTE = ("\nWhat it did in the last iteration's training: chosen {chosen} times by the RL agent; a share "
+STATS_NOTE = ("\nWhat it did in the last iteration's training: called {chosen} times; a share "
               "{ok} of those calls succeeded (returned True, or the task was solved during the call); {steps} "
               "environment steps per call on average; how its calls ended, with their number: {ends}; most "
               "common errors, with their number of calls: {errors}.")

@@ -76,12 +76,12 @@ def test_a_rewrite_shows_the_code_it_changes_with_its_statistics():
                                      current=current, stats=CHOP_STATS)
     text = text_of(srv.requests[0])
     assert current.source.strip() in text and "code now in use for `chop_tree` (`chop_tree_v2`)" in text
-    assert "chosen 4321 times" in text and "a share 0.412 of those calls succeeded" in text and "23.75" in text
+    assert "called 4321 times" in text and "a share 0.412 of those calls succeeded" in text and "23.75" in text
     assert "'line 3: ZeroDivisionError: division by zero' x17" in text
     assert "keep the structure; face the tree first" in text
     with FakeLLMServer([FIXED]) as srv:
         FastAgent(client(srv)).write(SUB, DOC, current=current)  # never ran: the code, no statistics
-    assert current.source.strip() in text_of(srv.requests[0]) and "by the RL agent;" not in text_of(srv.requests[0])
+    assert current.source.strip() in text_of(srv.requests[0]) and "called 4321 times" not in text_of(srv.requests[0])
 
 
 # One breach of each rule checker.check enforces, with the words of its error: the prompt must quote them.
@@ -228,7 +228,7 @@ def test_train_sends_the_code_being_fixed_and_its_statistics_with_the_critics_no
               and r.json["messages"][0]["content"].startswith("You write code actions")]
     assert FIRST_CHOP.strip() in fix  # the code the note is about
     row = json.loads((tmp_path / "r" / "iter_1" / "stats.json").read_text())["code_actions"]["chop_tree"]
-    assert f"chosen {row['chosen']} times by the RL agent" in fix
+    assert f"called {row['chosen']} times" in fix
     assert "SECOND-VERSION" in (tmp_path / "r" / "iter_2" / "skills" / "chop_tree_v2.py").read_text()
 
 
