@@ -17,7 +17,7 @@ import torch
 from tqdm import tqdm
 
 import distributed
-from core import SubAction, success_in_words
+from core import Plan, SubAction, success_in_words
 from env import EVAL, CodeAction, get_task, is_crafter, make_env, set_vec_code_actions
 from policy import Agent
 from ppo import PPO, step_info
@@ -60,6 +60,11 @@ class ActionSet:
         self.actions.append(action)
         self.active[sub] = name
         return action
+
+    def plan_order(self, plan: Plan) -> list[int]:
+        """The code actions in use, as indices into `actions`, in the order of the plan's code sub-actions (a
+        rewritten one takes its sub-action's place, not the end): the order a plan with "follow_order" teaches."""
+        return [self.actions.index(a) for s in plan.code_subactions if (a := self.current(s.name)) is not None]
 
     def mask(self, base_actions: tuple[str, ...], masked_base: list[str]) -> np.ndarray:
         """Allowed actions: the env's own ones (`base_actions`, the task's names of them, less those the
@@ -176,13 +181,15 @@ class CodeStats:
 
 
 def evaluate(agent: Agent, args, action_set: ActionSet, mask: np.ndarray, iteration: int, gamma: float,
-             fixed_action: int | None = None) -> dict:
-    """Fresh worlds from the evaluation seed stream (training never plays them), the sampled policy;
-    returns Crafter rows of the episodes, the frames of the first episode (for the GIF) and of the
-    first failed one (for a vision critic)."""
+             fixed_action: int | None = None, follow_order: list[int] | None = None) -> dict:
+    """Fresh worlds from the evaluation seed stream (training never plays them), the sampled policy (under the
+    training envs' follow_order: a call that refuses at once costs no step there either); returns Crafter rows
+    of the episodes, the frames of the first episode (for the GIF) and of the first failed one (for a vision
+    critic)."""
     options = {"stream": EVAL, "index": iteration} if is_crafter(args.task) else {}
     env = make_env(args.task, args.seed, code_actions=action_set.actions, max_macro_steps=args.max_macro_steps,
                    gamma=gamma, crafter_impl=args.crafter_impl, **options)
+    env.set_follow_order(follow_order)
     env.unwrapped.frames = []
     env.unwrapped.iteration = iteration + 1  # 1-based, as iter_1/ and the log
     device = next(agent.parameters()).device

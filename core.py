@@ -307,9 +307,9 @@ class Plan:
                                          reuse=s.get("reuse", False), rl_config=dict(s.get("rl_config") or {}),
                                          initiation=dict(s.get("initiation") or {}))
                                for s in d.get("subactions", [])],
-                   rl_config={"shaping": dict(rl.get("shaping", {})),
-                              "mask_actions": list(rl.get("mask_actions", []))})
-        problems = _plan_problems(plan, task) + _menu_problems(rl, "rl_config", task)
+                   rl_config={"shaping": dict(rl.get("shaping", {})), "mask_actions": list(rl.get("mask_actions", [])),
+                              **({"follow_order": True} if rl.get("follow_order") is True else {})})
+        problems = _plan_problems(plan, task) + _menu_problems(rl, "rl_config", task, whole_plan=True)
         if problems:
             raise ValueError("; ".join(problems))
         return plan
@@ -385,11 +385,13 @@ def _initiation_problems(s: SubAction, task: Task | None) -> list[str]:
     return out
 
 
-def _menu_problems(rl_config: dict, where: str, task: Task | None) -> list[str]:
-    """What is off the RL menu in one rl_config: only shaping (known items, bounded weights) and
-    mask_actions (known base actions, never all of them)."""
-    out = [f"{where}.{k} is not on the menu (only shaping, mask_actions)"
-           for k in rl_config if k not in ("shaping", "mask_actions")]
+def _menu_problems(rl_config: dict, where: str, task: Task | None, whole_plan: bool = False) -> list[str]:
+    """What is off the RL menu in one rl_config: only shaping (known items, bounded weights), mask_actions
+    (known base actions, never all of them) and, for the whole plan's, follow_order (true or false)."""
+    menu = ("shaping", "mask_actions", "follow_order") if whole_plan else ("shaping", "mask_actions")
+    out = [f"{where}.{k} is not on the menu (only {', '.join(menu)})" for k in rl_config if k not in menu]
+    if rl_config.get("follow_order", False) not in (True, False):
+        out.append(f"{where}.follow_order must be true or false, not {rl_config['follow_order']!r}")
     lo, hi = SHAPING_RANGE
     for item, w in dict(rl_config.get("shaping") or {}).items():
         if task is not None and item not in task.items:

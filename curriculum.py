@@ -118,14 +118,15 @@ def plan_rl_config(mode: Mode, state: LoopState) -> dict:
 
 def rl_config_for(plan: Plan, subtask: str | None) -> dict:
     """The RL config in force while `subtask` is trained: the plan's own, plus the rl_config of each
-    "rl" sub-action serving that sub-task (shaping weights added on top, masks joined)."""
+    "rl" sub-action serving that sub-task (shaping weights added on top, masks joined); the plan's follow_order."""
     shaping = dict(plan.rl_config.get("shaping", {}))
     mask = list(plan.rl_config.get("mask_actions", []))
     for s in plan.subactions:
         if s.how == "rl" and s.rl_config and s.subtask == subtask:
             shaping.update(s.rl_config.get("shaping", {}))
             mask += [a for a in s.rl_config.get("mask_actions", []) if a not in mask]
-    return {"shaping": shaping, "mask_actions": mask}
+    return {"shaping": shaping, "mask_actions": mask, **({"follow_order": True} if plan.rl_config.get("follow_order")
+                                                          else {})}
 
 
 def subtask_rows(rows: list[dict], subtasks: list[str]) -> list[str]:

@@ -91,7 +91,9 @@ class CodeActionWrapper(gym.Wrapper):
     returned True, the reward its steps earned (`code_reward`, the plain sum) and any error; every failure
     of model code, a source that does not compile included, is a failed code action in info["code_error"],
     never an exception in the trainer. A code action that takes no step at all is charged one noop, so time
-    always moves on.
+    always moves on; except under a plan that asks the RL agent to follow its order (`follow_order`), where a
+    call that returns at once without a step costs none and may not start again until a step is taken, so the
+    first code action of that order that may start is one that has not just refused (PPO's teacher).
 
     Its reward is the semi-MDP return sum_i gamma**i * r_i of its `prim_steps` steps (PPO then discounts the
     next value by gamma**prim_steps), so `gamma` must be PPO's; the default 1.0 gives the plain sum. The
@@ -104,6 +106,9 @@ class CodeActionWrapper(gym.Wrapper):
         self.sandbox = Worker()  # checks and compiles each action in the worker
         self.n_base = env.action_space.n
         self.max_macro_steps, self.time_limit, self.gamma = max_macro_steps, time_limit, gamma
+        self.follow_order: list[int] | None = None  # set_follow_order
+        self._refused: set[int] = set()  # code actions that returned at once since the last env step
+        self._obs = None  # the last observation, what a call that took no step returns
         self.code_actions: list[CodeAction] = []
         self.set_code_actions(code_actions)
         self._running = -1  # the code action started last (`start`)
@@ -117,16 +122,23 @@ class CodeActionWrapper(gym.Wrapper):
         self.code_actions = code_actions  # compiled (and checked) in the worker, on first use
         self.action_space = gym.spaces.Discrete(self.n_base + len(self.code_actions))
 
+    def set_follow_order(self, order: list[int] | None) -> None:
+        """The plan's code actions in its order (indices into the code actions), under a plan whose rl_config
+        has "follow_order": PPO teaches the first of them that may start, and a refused call costs no step.
+        None: off (a refused call is charged a noop, as in every other run)."""
+        self.follow_order, self._refused = (list(order) if order is not None else None), set()
+
     def action_mask(self) -> np.ndarray | None:
         """Which actions may start now (one bool per action, base then code actions): every base action, and each
         code action whose initiation holds in the current state (core.can_start over the backend's
         initiation_state, read once per step; an action without one, always). None while no code action has
-        an initiation, so runs without them are exactly as before."""
-        if not any(a.initiation for a in self.code_actions):
+        an initiation and no follow_order, so runs without them are exactly as before. Under follow_order a
+        call that refused at once is masked until the next env step."""
+        if not any(a.initiation for a in self.code_actions) and self.follow_order is None:
             return None
         with_view = any(a.initiation.get(k) for a in self.code_actions for k in VIEW_KEYS)
         state = self.env.unwrapped.initiation_state(with_view)
-        ok = [can_start(a.initiation, *state) for a in self.code_actions]
+        ok = [i not in self._refused and can_start(a.initiation, *state) for i, a in enumerate(self.code_actions)]
         return np.array([True] * self.n_base + ok, dtype=bool)
 
     def _with_mask(self, info: dict) -> dict:
@@ -136,12 +148,14 @@ class CodeActionWrapper(gym.Wrapper):
 
     def reset(self, **kwargs):
         obs, info = self.env.reset(**kwargs)
+        self._obs, self._refused = obs, set()
         return obs, self._with_mask(info)
 
     def step(self, action):
         action = int(action)
         if action < self.n_base:
             obs, reward, terminated, truncated, info = self.env.step(action)
+            self._obs, self._refused = obs, set()
             info.update(code_action=-1, code_ok=False, code_end="", code_error="", code_reward=0.0)
             return obs, reward, terminated, truncated, self._with_mask(info)
         job = self.start(action)
@@ -160,12 +174,19 @@ class CodeActionWrapper(gym.Wrapper):
         """The code action's transition, from its finished job."""
         api, result, index = job.api, job.result, self._running
         took = api._steps  # before the noop charge below
+        refused = took == 0 and result.returned is not True and not result.error and result.stopped is None
+        if refused and self.follow_order is not None:  # no time passes; it may not start again before a step
+            self._refused.add(index)
+            info = dict(prim_steps=0, success=False, code_action=index, code_ok=False, code_end="false_at_once",
+                        code_error="", code_reward=0.0)
+            return self._obs, 0.0, False, False, self._with_mask(info)
         if api._steps == 0:  # an action that does nothing still costs one step: action 0 is every backend's noop
             try:
                 api._act(0)
             except EpisodeEnded:
                 pass
         obs, _, terminated, truncated, info = api._last
+        self._obs, self._refused = obs, set()
         ok = result.returned is True or bool(info.get("success"))  # the task solved inside counts as done
         info = dict(info, prim_steps=api._steps, code_action=index, code_ok=ok, code_end=_call_end(ok, result, took),
                     code_error=result.error or _stop_reason(result.stopped), code_reward=api._earned)

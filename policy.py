@@ -98,8 +98,9 @@ class Agent(nn.Module):
         return logits if mask is None else torch.where(mask, logits, MASKED_LOGIT)
 
     def get_action_and_value(self, obs: Obs, action: torch.Tensor | None = None,
-                             mask: torch.Tensor | None = None, bf16: bool = False):
-        """Returns (action, logprob, entropy, value); samples an action when none is given.
+                             mask: torch.Tensor | None = None, bf16: bool = False, teacher: torch.Tensor | None = None):
+        """Returns (action, logprob, entropy, value); samples an action when none is given. With `teacher`
+        ((B,) actions, -1 where none), their log-probabilities follow as a fifth item (0 where -1).
         bf16: the shared features under bfloat16 autocast; the heads, log-probs and value stay fp32, so
         PPO's ratio exp(new - old logprob) is not rounded to bfloat16's 8 bits of mantissa."""
         with torch.autocast(self.actor[-1].weight.device.type, dtype=torch.bfloat16, enabled=bf16):
@@ -111,7 +112,8 @@ class Agent(nn.Module):
         dist = Categorical(logits=logits, validate_args=False)  # its argument checks cost ~0.2 ms a call
         if action is None:
             action = sample(dist.probs)
-        return action, dist.log_prob(action), dist.entropy(), self.critic(f).squeeze(-1)
+        out = action, dist.log_prob(action), dist.entropy(), self.critic(f).squeeze(-1)
+        return out if teacher is None else (*out, dist.log_prob(teacher.clamp(min=0)) * (teacher >= 0))
 
     @torch.inference_mode()
     def act(self, obs: Obs, mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -68,6 +68,11 @@ class PPOConfig:
     """global gradient-norm clip"""
     target_kl: float | None = None
     """stop the update epochs early once approx_kl exceeds this (None: never)"""
+    teacher_coef: float = 1.0
+    """under a plan with "follow_order": weight of the cross-entropy towards the first code action of the plan's
+    order that may start (kickstarting, Schmitt et al. 2018), added to the PPO loss"""
+    teacher_frac: float = 0.25
+    """that weight falls linearly to 0 over this fraction of the run's total_steps; RL alone after that"""
     new_action_prior: float = 0.05
     """probability each newly added (code) action starts with, so PPO tries it at all"""
     precision: str = "auto"
@@ -147,6 +152,7 @@ class Rollout:
     dones: np.ndarray  # terminated or truncated
     prim_steps: np.ndarray  # primitive steps each decision took
     masks: torch.Tensor  # (T, N, n_act) bool: what each decision could choose, so the update scores it under that
+    teacher: torch.Tensor  # (T, N) long: the action the plan's order teaches there (-1: none, or no teacher)
 
     def map(self, fn: Callable) -> Rollout:
         """fn applied to every buffer (to dict observations key by key): the steps a rollout used, the flat batch."""
@@ -165,7 +171,7 @@ class PPO:
         # foreach (CUDA's default) on the CPU too: the same numbers, bit for bit, at half the time a step
         self.optimizer = torch.optim.Adam(agent.parameters(), lr=cfg.learning_rate, eps=1e-5, foreach=True)
         self.bf16 = use_bf16(cfg.precision, self.device)
-        self.global_step, self.envs = 0, None
+        self.global_step, self.envs, self.teach = 0, None, None  # teach: the plan's order (train())
         self.next_obs: Obs | None = None  # current observation batch; also handy for Agent.extend
 
     # ---- helpers -------------------------------------------------------------------------
@@ -193,6 +199,13 @@ class PPO:
             return max(0.0, 1.0 - (self.global_step - call_start) / call_steps)
         return max(0.0, 1.0 - self.global_step / self.total_steps)
 
+    def _teach_weight(self) -> float:
+        """The teacher's weight now: teacher_coef, falling linearly to 0 at teacher_frac of total_steps; 0 without
+        a plan order to follow (or without total_steps)."""
+        if self.teach is None or not self.total_steps or self.cfg.teacher_frac <= 0:
+            return 0.0
+        return self.cfg.teacher_coef * max(0.0, 1.0 - self.global_step / (self.cfg.teacher_frac * self.total_steps))
+
     # ---- main loop: rollout -> advantages (GAE) -> update ---------------------------------
     def train(self, envs: gym.vector.VectorEnv, steps: int, *, action_mask: np.ndarray | None = None,
               on_step: Callable[[np.ndarray, dict], None] | None = None, progress: Callable[[int], None] | None = None,
@@ -219,11 +232,14 @@ class PPO:
         distributed.broadcast_weights(agent)  # after extend() or a resume: every rank continues from rank 0's weights
         mask = _as_mask(action_mask, n_env, n_act, dev)  # the plan's, the same in every state
         env_mask = _env_mask(_call(envs, "action_mask"), dev)  # code actions' initiation conditions, per state
+        order, n_base = _call(envs, "follow_order")[0], _call(envs, "n_base")[0]  # the plan's order teaches, if set
+        self.teach = None if order is None else torch.as_tensor([n_base + i for i in order], device=dev)
         zeros = lambda shape=(), dtype=torch.float32: torch.zeros((T, n_env, *shape), dtype=dtype, device=dev)
         obs = ({k: zeros(s.shape, self.next_obs[k].dtype) for k, s in space.items()}
                if isinstance(space, gym.spaces.Dict) else zeros(space.shape))
         buf = Rollout(obs, *(zeros() for _ in range(4)), *(np.zeros((T, n_env), np.float32) for _ in range(4)),
-                      torch.ones((T, n_env, n_act), dtype=torch.bool, device=dev))
+                      torch.ones((T, n_env, n_act), dtype=torch.bool, device=dev),
+                      torch.full((T, n_env), -1, dtype=torch.long, device=dev))
 
         start_step, t0, episodes = self.global_step, time.time(), []  # episodes: (return, length, success)
         while self.global_step - start_step < steps:
@@ -268,6 +284,9 @@ class PPO:
             step_mask = mask if env_mask is None else env_mask if mask is None else mask & env_mask
             if step_mask is not None:
                 buf.masks[t] = step_mask
+            if self.teach is not None:  # the first code action of the plan's order that may start (-1: none may)
+                may = step_mask[:, self.teach]
+                buf.teacher[t] = torch.where(may.any(1), self.teach[may.int().argmax(1)], -1)
             action, logprob, value = agent.act(self.next_obs, step_mask)
             buf.actions[t], buf.logprobs[t], buf.values[t] = action, logprob, value
             act_np = action.cpu().numpy()  # the one wait for the GPU per vector step
@@ -319,6 +338,7 @@ class PPO:
         b_adv, b_returns, b_masks = advantages.reshape(B), returns.reshape(B), b.masks if masked else None
         mb_size = max(1, B // cfg.num_minibatches)  # a budget-cut last rollout can be tiny
         clipfracs, approx_kl, old_approx_kl = [], torch.zeros(()), torch.zeros(())
+        teach, teacher_loss = self._teach_weight(), torch.zeros(())
         for _ in range(cfg.update_epochs):
             perm = torch.randperm(B).to(self.device)  # CPU generator, as in sample()
             for start in range(0, B - mb_size + 1, mb_size):
@@ -326,8 +346,9 @@ class PPO:
                 take = lambda v, idx=idx: v.index_select(0, idx)  # ~15x faster than v[idx] on uint8 images here
                 mb_obs = {k: take(v) for k, v in b_obs.items()} if isinstance(b_obs, dict) else take(b_obs)
                 mb_mask = None if b_masks is None else b_masks[idx]
-                _, newlogprob, entropy, newvalue = agent.get_action_and_value(mb_obs, b_actions[idx], mb_mask,
-                                                                               bf16=self.bf16)
+                teacher = b.teacher[idx] if teach else None
+                _, newlogprob, entropy, newvalue, *teacher_logprob = agent.get_action_and_value(
+                    mb_obs, b_actions[idx], mb_mask, bf16=self.bf16, teacher=teacher)
                 logratio = newlogprob - b_logprobs[idx]
                 ratio = logratio.exp()
                 with torch.no_grad():
@@ -345,6 +366,10 @@ class PPO:
                     v_loss = 0.5 * ((newvalue - mb_returns) ** 2).mean()
                 entropy_loss = entropy.mean()
                 loss = pg_loss - cfg.ent_coef * entropy_loss + cfg.vf_coef * v_loss
+                if teacher is not None:  # cross-entropy towards the plan's order, where it names an action
+                    taught = teacher >= 0
+                    teacher_loss = -(teacher_logprob[0] * taught).sum() / taught.sum().clamp(min=1)
+                    loss = loss + teach * teacher_loss
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 distributed.average_gradients(agent.parameters())
@@ -355,10 +380,12 @@ class PPO:
         y_pred, y_true = b_values.cpu().numpy(), b_returns.cpu().numpy()
         var_y = np.var(y_true)
         explained_var = float("nan") if var_y == 0 else float(1 - np.var(y_true - y_pred) / var_y)
+        taught = {"losses/teacher_loss": teacher_loss.item(), "charts/teacher_coef": teach} if self.teach is not None \
+            else {}
         return {"losses/policy_loss": pg_loss.item(), "losses/value_loss": v_loss.item(),
                 "losses/entropy": entropy_loss.item(), "losses/old_approx_kl": old_approx_kl.item(),
                 "losses/approx_kl": approx_kl.item(), "losses/clipfrac": torch.stack(clipfracs).mean().item(),
-                "losses/explained_variance": explained_var}
+                "losses/explained_variance": explained_var, **taught}
 
     # ---- checkpoints ---------------------------------------------------------------------
     def state_dict(self) -> dict:

@@ -204,7 +204,8 @@ def train_iteration(args: Args, run: Run, ppo: PPO, action_set: ActionSet, state
 
     def configure():  # the plan's shaping, the current sub-task, its rl config; -> the action mask
         rl_config = curriculum.plan_rl_config(args.mode, state)
-        envs.call("set_shaping", rl_config.get("shaping"))  # in every backend
+        envs.call("set_shaping", rl_config.get("shaping"))  # in every backend; the order PPO is taught (ppo.py):
+        envs.call("set_follow_order", (rl_config.get("follow_order") and action_set.plan_order(plan)) or None)
         if env.is_crafter(args.task):  # the sub-task's bonus; the iteration the stats rows name, 1-based as iter_1/
             envs.call("set_subtask", cu.current if cu else None)
             envs.set_attr("iteration", it + 1)
@@ -249,7 +250,7 @@ def train_iteration(args: Args, run: Run, ppo: PPO, action_set: ActionSet, state
         return
     run_dir.record_skills(run, action_set, stats, args.task, it + 1)
     mask = configure() if cu is not None else mask  # the mask of the last sub-task trained
-    ev = evaluate(ppo.agent, args, action_set, mask, it, ppo.cfg.gamma, fixed_action=program)
+    ev = evaluate(ppo.agent, args, action_set, mask, it, ppo.cfg.gamma, program, envs.get_attr("follow_order")[0])
     critic_stats = evidence.critic_stats(args, ppo.cfg.num_steps, it + 1, (start, ppo.global_step), tally, ev,
                                          run_dir.episode_rows(run, it + 1))
     run_dir.record_iteration(run, state, critic_stats, ev, stats, action_set,

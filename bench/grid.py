@@ -49,13 +49,15 @@ VERSION_NOTES = {"rl+config": "the critic reads episode ends",
 # rlgpt crafter plan's parts) alone, bumps ("code", "crafter") and the crafter cells of "rlgpt" and "rlgpt-1iter"
 # here, not "code" and "rlgpt", whose other cells did not change.
 TASK_VERSION: dict[tuple[str, str], int] = {("code", "crafter"): 2, ("rlgpt", "collect_wood"): 4,
-                                             ("rlgpt", "crafter"): 6, ("rlgpt-1iter", "crafter"): 6}
+                                             ("rlgpt", "crafter"): 7, ("rlgpt-1iter", "crafter"): 7}
 TASK_VERSION_NOTES: dict[tuple[str, str], str] = {  # what changed, as the results page says it
     ("code", "crafter"): "reference/crafter_program.py naps early so wake_up is unlocked",
     ("rlgpt", "collect_wood"): "v5's shaping rule cannot act: nothing is shaped",
     ("rlgpt", "crafter"): "the plan takes the whole-game routine apart: 15 of its behaviours as code actions, each "
-                          "with an initiation, RL choosing among them and the base actions (v4-v5: the routine as one "
-                          "code action)",
+                          "with an initiation, RL choosing among them and the base actions, and asks RL to follow "
+                          "its order at the start (follow_order: PPO is taught the first part that may start, and a "
+                          "part that refuses at once costs no step); the parts' initiations tightened to the "
+                          "routine's (v6: no order taught; v4-v5: the routine as one code action)",
     ("rlgpt-1iter", "crafter"): "rlgpt's control"}
 MODES = ("rl", "rl+config", "code", "rlgpt")
 SLOWLOOP_MODES = ("rlgpt", "rlgpt-1iter")

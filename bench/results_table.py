@@ -52,8 +52,8 @@ PUBLISHED = [("random", "-", 1.6), ("SB3 PPO", "1M", 4.6), ("DreamerV3", "1M", 1
 # What each crafter cell plays, so nobody takes one arm's plan for the other's.
 CRAFTER_PLANS = ("On crafter, `code` is the whole-game routine (reference/crafter_program.py, one code action called "
                  "on every decision) and `rlgpt` is that routine taken apart: 15 of its behaviours as code actions, "
-                 "each with an initiation, and PPO choosing among them and its base actions "
-                 "(reference/crafter_parts.py).")
+                 "each with an initiation, and PPO choosing among them and its base actions, taught the "
+                 "parts' order early on (reference/crafter_parts.py; the plan's follow_order).")
 MARKERS = ("<!-- results:start -->", "<!-- results:end -->")  # the results page's generated section
 HEADLINE = ("<!-- headline:start -->", "<!-- headline:end -->")  # the README's small table
 GENERATED = "<!-- written by `python -m bench.ablation --table` from bench/results/; not by hand -->"

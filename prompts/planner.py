@@ -28,10 +28,14 @@ Reply with JSON:
 - "subactions": 1 to {max_subactions} items {{"name": unique snake_case name, "how": "code" or "rl", \
 "spec": one paragraph saying what it must do and when it has succeeded, "reason": why code or rl; \
 optionally "subtask": the sub-task (from "subtasks") it serves, for an "rl" sub-action its own \
-"rl_config" (same menu as below), used on top of the plan's while that sub-task is being trained, and \
-for a "code" sub-action its "initiation": {initiation}}}.
+"rl_config" (the menu below, but for "follow_order"), used on top of the plan's while that sub-task is \
+being trained, and for a "code" sub-action its "initiation": {initiation}}}.
 - "rl_config": only from this menu: "shaping": {{inventory item: reward per unit gained, {lo} to {hi}}} \
-with items from {items}; "mask_actions": base actions the RL agent never needs for this task.
+with items from {items}; "mask_actions": base actions the RL agent never needs for this task; \
+"follow_order": true when the "code" sub-actions, in the order you list them, are an order of priorities to \
+start from (most urgent first): early in training the RL agent is also taught to call, in each state, the \
+first of them whose initiation holds and that has not just returned without taking a step there (such a call \
+then costs no step); the lesson fades, and RL alone decides after it (default false: no order is taught).
 A "code" sub-action's spec is all its code writer reads, with the API doc above and an example: it never \
 sees the other sub-actions, their specs or their code, so each spec must stand alone (never "as X does"). \
 Its success test must be observable through the API (an inventory count, what view() or in_front() \
@@ -39,11 +43,11 @@ shows), and what it asks must fit in one call's step budget (see "How a code act
 An "initiation" says where a code sub-action can start (the options framework's initiation set): the RL \
 agent may choose it only in states where every condition holds, checked before each of its decisions; \
 without one it may be chosen anywhere. A call that cannot do its job still costs a decision and at least \
-one step, so give the conditions it certainly needs (e.g. a recipe's materials held and its station in \
-view; the tool it makes not yet held: "inventory_below" {{the tool: 1}}; a meter below a level; one of \
-several targets in view; a station it places not in view yet), never one that would hide a state where it \
-could succeed. Its items are the \
-inventory items listed under "rl_config" below, counted as the API's inventory() counts them."""
+one step (no step under "follow_order"), so give the conditions it certainly needs (e.g. a recipe's \
+materials held and its station in view; the tool it makes not yet held: "inventory_below" {{the tool: 1}}; a \
+meter below a level; one of several targets in view; a station it places not in view yet), never one that \
+would hide a state where it could succeed. Its items are the inventory items listed under "rl_config" below, \
+counted as the API's inventory() counts them."""
 
 INITIATION_VIEW = ('{{"inventory": {{item: held at least this many}}, "inventory_below": {{item: held fewer than '
                    'this many}}, "in_view": [names that must all be in the view], "in_view_any": [names of which at '
@@ -103,7 +107,8 @@ PLAN_SCHEMA = {"type": "object", "required": ["subtasks", "subactions", "rl_conf
                        "reuse": {"type": "boolean"}, "subtask": _STR,
                        "rl_config": {"type": "object"}, "initiation": INITIATION_SCHEMA}}},
     "rl_config": {"type": "object", "properties": {
-        "shaping": {"type": "object", "additionalProperties": {"type": "number"}}, "mask_actions": _STRS}}}}
+        "shaping": {"type": "object", "additionalProperties": {"type": "number"}}, "mask_actions": _STRS,
+        "follow_order": {"type": "boolean"}}}}}
 
 
 def plan_schema(reuse: bool) -> dict:

@@ -30,14 +30,14 @@ PARTS: list[tuple[str, str, dict, str]] = [
      "then rest while hurt; outside, dig a two-cell pocket into stone and wall up its mouth with a stone, or "
      "fetch a stone for the wall; with no pocket in reach, sleep in the open only when exhausted (energy below "
      "2) and no zombie is in view.",
-     {"inventory": {"wood_pickaxe": 1}, "inventory_below": {"energy": 7}},
+     {"inventory": {"wood_pickaxe": 1}, "inventory_below": {"energy": 4}},
      "if shelter_and_sleep(api, g, inv):\n        return True\n"
      "    if inv['wood_pickaxe'] > 0 and near(g, 'stone') and get_to(api, ['stone'], inv):\n"
      "        api.do()\n        return True\n    return False"),
     ("drink_until_full", "Walk to the nearest water in view and drink until drink is full (9).",
-     {"inventory_below": {"drink": 9}, "in_view": ["water"]}, "return drink(api)"),
+     {"inventory_below": {"drink": 6}, "in_view": ["water"]}, "return drink(api)"),
     ("hunt_cow", "Walk to the nearest cow in view and hit it until it is eaten (3 hits; +6 food).",
-     {"inventory_below": {"food": 9}, "in_view": ["cow"]}, "return hunt(api, 'cow')"),
+     {"inventory_below": {"food": 6}, "in_view": ["cow"]}, "return hunt(api, 'cow')"),
     ("eat_ripe_plant", "Walk to a ripe plant in view and eat it.", {"in_view": ["ripe_plant"]},
      "return get_to(api, ['ripe_plant'], inv) and api.do()"),
     ("nap_early", "Sleep off the first point of energy lost, in the open, only with no zombie, skeleton or arrow in "
@@ -46,7 +46,8 @@ PARTS: list[tuple[str, str, dict, str]] = [
       "not_in_view": ["zombie", "skeleton", "arrow"]}, "return nap(api, g)"),
     ("get_and_plant_sapling", "Walk next to grass if none is beside the player; then with no sapling held, hit the "
      "grass until a sapling drops (probability 0.1 a hit), and with one, plant it there (it ripens later, to "
-     "be eaten).", {"in_view": ["grass"]},
+     "be eaten); early in the game (no wood pickaxe yet) while no plant is in view.",
+     {"in_view": ["grass"], "inventory_below": {"wood_pickaxe": 1}, "not_in_view": ["plant"]},
      "if not next_to(g, 'grass') and not get_to(api, ['grass'], inv):\n        return False\n"
      "    if inv['sapling'] < 1:\n        return sapling(api, grid(api))\n"
      "    return place(api, 'plant', ['grass'])"),

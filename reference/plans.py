@@ -48,7 +48,9 @@ PART_REASON = ("Once what it needs is in view this is a fixed procedure over the
                "initiation keeps it to the states where it can act.")
 CHOICE_REASON = ("Which behaviour pays most now depends on the world, the meters and the enemies around, seen in "
                  "the image: a trade-off learned from Crafter's reward, which no fixed order of priorities gets "
-                 "right everywhere; so RL chooses. No curriculum and no shaping: Crafter's own reward counts every "
+                 "right everywhere; so RL chooses. The code sub-actions are listed most urgent first and the plan "
+                 "asks RL to follow that order at the start (follow_order), so it begins from a sensible order and "
+                 "learns where to leave it. No curriculum and no shaping: Crafter's own reward counts every "
                  "achievement.")
 RL_REASON = ("Where things are differs in every world and only shows in the image as the agent moves, and "
              "enemies react: that is trial and error, which RL learns and code could only guess.")
@@ -75,7 +77,7 @@ def reference_plan(task_name: str) -> dict:
                "spec": doc + " Return True when the call did its job, False at once when it cannot."}
               for part, doc, _, _ in PARTS),
             {"name": name, "how": "rl", "spec": spec, "reason": CHOICE_REASON}],
-            "rl_config": {"shaping": {}, "mask_actions": []}}
+            "rl_config": {"shaping": {}, "mask_actions": [], "follow_order": True}}
     chain = list(task.chain)  # a task with a test of its own: its milestones, every one the test needs
     subtasks = chain if len(task.prerequisites) >= LONG_CHAIN else []
     targets = [STEPS[a][0] for a in chain if a in STEPS and STEPS[a][0]]

@@ -503,3 +503,39 @@ def test_sleep_sleeps_until_the_player_wakes_or_the_steps_run_out_and_never_stop
     with pytest.raises(StepBudgetExceeded):  # with no step left it stops the call, as every acting call does
         short.sleep()
     env.close()
+
+
+def test_under_follow_order_a_refused_call_costs_no_step_and_is_masked_until_the_next_step():
+    """A plan with "follow_order": a call that returns False before any step takes no time (the same observation,
+    no step in the episode's length) and may not start again until a step is taken; one that errs, or returns
+    True, is charged its noop as always. Without follow_order the refusal is charged one noop."""
+    actions = [code("refuse", "    return False\n"), code("boom", "    return 1 / 0\n"),
+               code("lazy", "    return True\n")]
+    env = make_env("collect_wood", 0, code_actions=actions, max_steps=50)
+    env.reset(seed=0)
+    assert env.action_mask() is None  # no initiation and no order: no mask, as before
+    _, _, _, _, info = env.step(17)
+    assert info["prim_steps"] == 1 and info["code_end"] == "false_at_once" and "action_mask" not in info
+    env.set_follow_order([0, 1, 2])
+    obs, info = env.reset(seed=0)
+    assert list(info["action_mask"]) == [True] * 20  # under an order the mask is always there
+    before = env.unwrapped.make_api(0).inventory()
+    obs2, reward, terminated, truncated, info = env.step(17)
+    assert info["prim_steps"] == 0 and info["code_end"] == "false_at_once" and reward == 0.0
+    assert not (terminated or truncated) and all((obs2[k] == obs[k]).all() for k in obs)
+    assert list(info["action_mask"][17:]) == [False, True, True]  # refused: masked until a step
+    assert env.unwrapped.make_api(0).inventory() == before
+    _, _, _, _, info = env.step(18)  # an error is charged its noop, and the step lifts the mask
+    assert info["prim_steps"] == 1 and info["code_end"] == "error" and list(info["action_mask"][17:]) == [True] * 3
+    env.step(17)
+    _, _, _, _, info = env.step(0)  # a base action's step lifts it too
+    assert list(info["action_mask"][17:]) == [True] * 3
+    _, _, _, _, info = env.step(19)
+    assert info["prim_steps"] == 1 and info["code_ok"]
+    length = 0
+    while True:  # the episode's length counts only real steps: 3 so far, then 47 more noops to its limit
+        _, _, terminated, truncated, info = env.step(0)
+        length += 1
+        if terminated or truncated:
+            break
+    assert info["episode"]["l"] == 50 and length == 47

@@ -14,7 +14,8 @@ import torch
 import critic
 import train
 from bench.ablation import iterations
-from core import Plan, SubAction, api_doc, can_start
+from code_actions import ActionSet
+from core import CodeAction, Plan, SubAction, api_doc, can_start
 from critic import Feedback, apply_feedback
 from env import CrafterAPI, get_task
 from fast_agent import FastAgent
@@ -207,3 +208,34 @@ def test_show_prompt_prints_what_each_mode_sends(capsys, mode, senders):
     assert shown == senders
     if not senders:
         assert "sends no prompt at all (--mode rl is plain PPO" in out
+
+
+def test_follow_order_is_on_the_whole_plans_menu_only_and_kept_only_when_true():
+    """"follow_order" in the plan's rl_config: true is kept (and the reference crafter plan asks for it), false
+    leaves the plan as before (no key), anything else is refused, and a sub-action's rl_config may not carry it."""
+    base = {"task": "collect_wood", "subtasks": [], "subactions": [{"name": "chop", "how": "code", "spec": "s",
+                                                                   "reason": "r"}]}
+    plan = Plan.from_dict({**base, "rl_config": {"follow_order": True}}, get_task("collect_wood"))
+    assert plan.rl_config == {"shaping": {}, "mask_actions": [], "follow_order": True}
+    assert "follow_order" not in Plan.from_dict({**base, "rl_config": {"follow_order": False}}).rl_config
+    with pytest.raises(ValueError, match="follow_order must be true or false"):
+        Plan.from_dict({**base, "rl_config": {"follow_order": "yes"}})
+    rl_sub = {"name": "explore", "how": "rl", "spec": "s", "reason": "r", "rl_config": {"follow_order": True}}
+    with pytest.raises(ValueError, match="explore.rl_config.follow_order is not on the menu"):
+        Plan.from_dict({**base, "subactions": [*base["subactions"], rl_sub], "rl_config": {}})
+    assert plans.reference_plan("crafter")["rl_config"]["follow_order"] is True
+
+
+def test_plan_order_puts_a_rewritten_code_action_in_its_sub_actions_place():
+    """ActionSet.plan_order: the code actions in use in the plan's order, a v2 where its sub-action stands (the
+    order PPO is taught), an action the plan no longer uses left out."""
+    plan = Plan.from_dict({"task": "collect_wood", "subtasks": [], "rl_config": {}, "subactions": [
+        {"name": n, "how": "code", "spec": "s", "reason": "r"} for n in ("first", "second", "third")]})
+    actions = ActionSet()
+    for n in ("first", "second", "third"):
+        actions.add(n, CodeAction(n, f"def {n}(api):\n    return True\n", "d", n))
+    actions.add("first", CodeAction("first", "def first(api):\n    return False\n", "d", "first"))
+    assert [a.name for a in actions.actions] == ["first", "second", "third", "first_v2"]
+    assert actions.plan_order(plan) == [3, 1, 2]
+    actions.keep_only({"first", "third"})
+    assert actions.plan_order(plan) == [3, 2]

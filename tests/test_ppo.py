@@ -470,3 +470,37 @@ def test_bf16_update_keeps_heads_in_fp32_and_close_to_fp32():
     assert ppo_mod.use_bf16("auto", torch.device("cuda")) is False
     with pytest.raises(ValueError, match="precision"):
         ppo_mod.use_bf16("fp16", torch.device("cpu"))
+
+
+class OrderedToyEnv(GatedToyEnv):
+    """GatedToyEnv as a plan with "follow_order" sees it: actions 3 and 4 are code actions (n_base 3), the plan's
+    order puts action 4 first, and action 4 may start only on even decisions; ToyEnv pays for action 2."""
+    n_base, follow_order = 3, [1, 0]
+
+    def action_mask(self):
+        return np.array([True, True, True, True, self.t % 2 == 0])
+
+
+def test_a_plan_order_teaches_the_first_code_action_that_may_start_and_the_lesson_fades():
+    """PPO's teacher (kickstarting) under follow_order: the policy learns to call, in each state, the first code
+    action of the plan's order its mask allows (4 on even decisions, 3 on odd ones) although ToyEnv's reward pays
+    action 2; the teacher's weight falls to 0 at teacher_frac of total_steps. Without an order nothing is taught."""
+    def probs(envs, teach: bool):
+        seed_everything(3)
+        agent = Agent(envs.single_observation_space, 5)
+        logs = []
+        cfg = PPOConfig(num_steps=16, teacher_coef=2.0 if teach else 0.0, teacher_frac=0.5, learning_rate=1e-3)
+        PPO(agent, cfg, total_steps=3000).train(envs, 3000, on_log=lambda m, step: logs.append((step, m)))
+        obs = torch.tensor([[0.0, 0.0, 0.5], [1 / 3, 0.0, 0.5]])  # an even and an odd decision
+        mask = torch.tensor([[True] * 5, [True] * 4 + [False]])
+        with torch.no_grad():
+            logits = torch.where(mask, agent.actor(agent.features(obs)), -1e8)
+        return logits.softmax(-1), logs
+
+    p, logs = probs(gym.vector.SyncVectorEnv([OrderedToyEnv for _ in range(2)], autoreset_mode=SAME_STEP), True)
+    assert p[0, 4] > 0.5 and p[1, 3] > 0.5, p
+    coefs = [(step, m["charts/teacher_coef"]) for step, m in logs]
+    assert coefs[0][1] > 1.9 and all(c == 0.0 for step, c in coefs if step >= 1500)
+    assert "losses/teacher_loss" in logs[0][1]
+    p, logs = probs(gym.vector.SyncVectorEnv([OrderedToyEnv for _ in range(2)], autoreset_mode=SAME_STEP), False)
+    assert p[0, 4] < 0.5 and p[1, 3] < 0.5, p
