@@ -70,3 +70,15 @@ def test_the_running_score_reads_only_new_whole_rows_of_its_iteration(tmp_path):
     with open(path, "a") as f:  # the row cut short is completed, and another follows
         f.write(later[9:] + "\n" + later + "\n")
     assert score.update() == f"{float(EV.score_of(one_of / 3)):.1f} (n=3)"
+
+
+def test_the_reference_crafter_plan_asks_ppo_to_follow_its_order(tmp_path):
+    """train.py with the reference crafter plan (follow_order) turns the teacher on: PPO logs its weight, falling
+    from --teacher-coef to 0 at --teacher-frac of the budget (the env's side: tests/test_env.py)."""
+    shown = io.StringIO()
+    with contextlib.redirect_stdout(shown), contextlib.redirect_stderr(shown):
+        assert train.main(TINY + ["--task", "crafter", "--mode", "rlgpt", "--iterations", "1", "--total-steps", "1200",
+                                  "--skills", "none", "--teacher-frac", "0.5", "--runs-dir", str(tmp_path)]) == 0
+    updates = [m for m in report.read_jsonl(run_dir(tmp_path) / "metrics.jsonl") if "losses/policy_loss" in m]
+    coefs = [(m["global_step"], m["charts/teacher_coef"]) for m in updates]
+    assert 0.5 < coefs[0][1] <= 1.0 and all(c == 0.0 for step, c in coefs if step >= 600), coefs
