@@ -45,7 +45,8 @@ CODE_REASON = ("Once its target or station is in view this is a fixed procedure 
 PART_REASON = ("Once what it needs is in view this is a fixed procedure over the API (walk, dig, face, act, "
                "check the inventory), the behaviour of a routine written by people who know the game: code does it "
                "reliably, while RL would need many samples to learn the same exact action sequence. Its "
-               "initiation keeps it to the states where it can act.")
+               "initiation keeps it to the states where it can act, and it returns at once (no step under "
+               "follow_order) where the routine would not run it.")
 CHOICE_REASON = ("Which behaviour pays most now depends on the world, the meters and the enemies around, seen in "
                  "the image: a trade-off learned from Crafter's reward, which no fixed order of priorities gets "
                  "right everywhere; so RL chooses. The code sub-actions are listed most urgent first and the plan "
