@@ -13,7 +13,8 @@ returns, when it has taken {budget} environment steps (the call is stopped and c
 "stopped: step_budget"; api.steps_left() counts down, and every step of every call, go_to's included, \
 draws on it) or when the episode ends (stopped, not a failure). A call succeeds when it returns True or the \
 task is solved during it. A call that takes no step at all is charged one noop step, so failing at once \
-still costs a step and a decision. Nothing is kept from one call to the next: each call starts from the \
+still costs a step and a decision (under a plan with "follow_order", one that returns without True before any \
+step costs the decision only). Nothing is kept from one call to the next: each call starts from the \
 world as it is then."""
 
 # How one call of a code action ended (env.CodeActionWrapper's info["code_end"], counted per code action by

@@ -45,7 +45,7 @@ successful episode, mean over them, against the units the chain's recipes and th
 What each number there is:
 {numbers}
 - success: share of its calls that {success_rule}
-- primitive steps per call: mean env steps one call took; a call that takes none is charged one noop step
+- primitive steps per call: mean env steps one call took; {noop_rule}
 - reward per call: mean over calls of the rewards of the call's env steps, summed, not discounted: the \
 task's reward ({reward_rule}){reward_extra}
 - calls ended: its calls counted by how each ended, from these: {call_ends}. A call "stopped by the \
@@ -112,6 +112,10 @@ REWARD_TASK = "1 when the task gets done"
 REWARD_GAME = "the game's own: +1 for each achievement unlocked the first time in an episode, +-0.1 per health point"
 
 # {code_actions}: one line per code sub-action of the plan. ORIGIN marks reference/skills.py's hand-written code.
+NOOP_CHARGED = "a call that takes none is charged one noop step"
+NOOP_FREE = ("under this plan's \"follow_order\" a call that returns without True before taking any step costs no "
+             "step (counted as 0: the RL agent decides again in the same state, that code action masked until a "
+             "step is taken), any other call that takes none is charged one noop step")
 CODE_ACTION_LINE = ("- {name}{origin}: chosen {chosen} times, share {share}, success {success}, {steps} primitive "
                     "steps and reward {reward} per call; calls ended: {ends}; errors: {errors}")
 CODE_ROUTINE_LINE = ("- {name}{origin}: {chosen} calls, success {success}, {steps} primitive steps and reward "
