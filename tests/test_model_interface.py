@@ -20,8 +20,8 @@ from critic import Feedback, apply_feedback
 from env import CrafterAPI, get_task
 from fast_agent import FastAgent
 from llm import LLMClient
-from reference import plans, skills
 from prompts.critic import NOOP_CHARGED, NOOP_FREE
+from reference import plans, skills
 from slow_agent import SlowAgent, critic_messages
 from tests.fake_llm import FakeLLMServer, text_of
 
