@@ -330,9 +330,10 @@ def test_on_crafter_the_rule_based_critic_acts_on_the_achievements_and_the_death
     stats = {**stats_with({}), "task": "crafter", "success_rate": 0.0, "score": crafter_score(rows),
              "ends": episode_ends("crafter", rows)}
     fb = rule_based_critique(plan, code, stats)
-    assert fb.rl_config["shaping"] == {"stone_pickaxe": plans.SHAPING["make_stone_pickaxe"][1], "drink": METER_SHAPING}
-    stalled = "rl_config: 0.8 of 100 failed episodes never reached make_stone_pickaxe"
-    assert any(r.startswith(stalled) for r in fb.reasons)
+    # no goal: the tech tree's stall is seen but not shaped (measured worse on crafter); the empty meter is
+    assert fb.rl_config["shaping"] == {"drink": METER_SHAPING}
+    assert "0.8 of 100 failed episodes never reached make_stone_pickaxe" in fb.summary
+    assert not any("stone_pickaxe" in r for r in fb.reasons)
     assert any("60 of 100 failed episodes ended as 'died: thirst'" in r and "shape drink" in r for r in fb.reasons)
     assert "never unlocked: collect_coal" in fb.summary  # what is never or rarely unlocked is said
 
