@@ -177,16 +177,15 @@ class CodeActionWrapper(gym.Wrapper):
         refused = took == 0 and result.returned is not True and not result.error and result.stopped is None
         if refused and self.follow_order is not None:  # no time passes; it may not start again before a step
             self._refused.add(index)
-            info = dict(prim_steps=0, success=False, code_action=index, code_ok=False, code_end="false_at_once",
-                        code_error="", code_reward=0.0)
-            return self._obs, 0.0, False, False, self._with_mask(info)
-        if api._steps == 0:  # an action that does nothing still costs one step: action 0 is every backend's noop
-            try:
-                api._act(0)
-            except EpisodeEnded:
-                pass
-        obs, _, terminated, truncated, info = api._last
-        self._obs, self._refused = obs, set()
+            obs, terminated, truncated, info = self._obs, False, False, {"success": False}
+        else:
+            if took == 0:  # an action that does nothing still costs one step: action 0 is every backend's noop
+                try:
+                    api._act(0)
+                except EpisodeEnded:
+                    pass
+            obs, _, terminated, truncated, info = api._last
+            self._obs, self._refused = obs, set()
         ok = result.returned is True or bool(info.get("success"))  # the task solved inside counts as done
         info = dict(info, prim_steps=api._steps, code_action=index, code_ok=ok, code_end=_call_end(ok, result, took),
                     code_error=result.error or _stop_reason(result.stopped), code_reward=api._earned)

@@ -370,8 +370,8 @@ class PPO:
                 entropy_loss = entropy.mean()
                 loss = pg_loss - cfg.ent_coef * entropy_loss + cfg.vf_coef * v_loss
                 if teacher is not None:  # cross-entropy towards the plan's order, where it names an action
-                    taught = teacher >= 0
-                    teacher_loss = -(teacher_logprob[0] * taught).sum() / taught.sum().clamp(min=1)
+                    n_taught = (teacher >= 0).sum().clamp(min=1)  # the log-prob is 0 where none is named
+                    teacher_loss = -teacher_logprob[0].sum() / n_taught
                     loss = loss + teach * teacher_loss
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
