@@ -8,8 +8,8 @@ agent to write, or "rl" to be left to PPO) plus a small RL configuration; after 
 
 With `llm=None` the agent is the reference backend: the plan is `plans.reference_plan`
 (`minedojo_skills.reference_plan` for a MineDojo task) and the critic is the rule-based one of
-critic.py. Nothing there is LLM output, and it says so. The critic's Feedback, its checks and how it
-changes a plan live in critic.py, for both backends.
+reference/critic_rules.py. Nothing there is LLM output, and it says so. The critic's Feedback, its checks
+and how it changes a plan live in critic.py, for both backends.
 
 What the models read is worded in prompts/ (planner.py, critic.py, the repair note in common.py), with the
 reply schemas; `plan_messages` and `critic_messages` here fill it with the task and the run's numbers.
@@ -26,7 +26,7 @@ import json
 
 import curriculum
 from core import MAX_SUBACTIONS, SHAPING_RANGE, CodeAction, Mode, Plan, Task, api_doc, initiation_text, success_in_words
-from critic import Feedback, active_code, apply_feedback, check_feedback, num, rule_based_critique, success_text
+from critic import Feedback, active_code, apply_feedback, check_feedback, num, success_text
 from env import api_for, game_of, get_task, is_crafter
 from envs.crafter_env import SUBTASK_REWARD
 from llm import LLMReplyError
@@ -83,6 +83,7 @@ from prompts.planner import (
     plan_schema,
 )
 from reference import minedojo_skills, plans, skills
+from reference.critic_rules import rule_based_critique
 
 # The replies' caps (max_tokens, as sent), so that a full plan or critique is never cut. Measured in characters
 # and counted at 3.5 characters a token (JSON with English text; no tokenizer here): the longest plan the tests

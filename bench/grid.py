@@ -55,7 +55,8 @@ TASK_VERSION_NOTES: dict[tuple[str, str], str] = {  # what changed, as the resul
     ("rlgpt", "collect_wood"): "v5's shaping rule cannot act: nothing is shaped",
     ("rlgpt", "crafter"): "the plan takes the whole-game routine apart: 15 of its behaviours as code actions, each "
                           "with an initiation, RL choosing among them and the base actions, and asks RL to follow "
-                          "its order at the start (follow_order: PPO is taught the first part that can act, and a "
+                          "its order (follow_order: PPO is taught the first part that can act, more weakly as the "
+                          "run goes on, and a "
                           "part that refuses at once costs no step); each part starts with the routine's own test for "
                           "its place in that order (v6: no order taught, looser parts; v4-v5: the routine as one code "
                           "action)",

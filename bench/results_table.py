@@ -53,7 +53,8 @@ PUBLISHED = [("random", "-", 1.6), ("SB3 PPO", "1M", 4.6), ("DreamerV3", "1M", 1
 CRAFTER_PLANS = ("On crafter, `code` is the whole-game routine (reference/crafter_program.py, one code action called "
                  "on every decision) and `rlgpt` is that routine taken apart: 15 of its behaviours as code actions, "
                  "each with an initiation, and PPO choosing among them and its base actions, taught the "
-                 "parts' order early on (reference/crafter_parts.py; the plan's follow_order).")
+                 "parts' order by a loss that fades to 0 over the run (reference/crafter_parts.py; the plan's "
+                 "follow_order).")
 MARKERS = ("<!-- results:start -->", "<!-- results:end -->")  # the results page's generated section
 HEADLINE = ("<!-- headline:start -->", "<!-- headline:end -->")  # the README's small table
 GENERATED = "<!-- written by `python -m bench.ablation --table` from bench/results/; not by hand -->"
@@ -108,7 +109,8 @@ def crafter_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
     lines += [f"| {name} | {steps} | {score} | quoted: published |" for name, steps, score in PUBLISHED]
     ours = [c for c in cells if c.task == "crafter"]
     for c in ours:
-        plays = {"code": ", the whole-game routine", "rlgpt": ", the routine's parts"}.get(c.mode, "")
+        plays = {"code": ", the whole-game routine", "rlgpt": ", the routine's parts",
+                 "rlgpt-1iter": ", the routine's parts"}.get(c.mode, "")
         label = f"ours: {c.mode}" + (f" (reference skills{plays}, not an LLM)" if c.mode != "rl" else "")
         if c in current:
             cr = current[c]["crafter"]

@@ -1,4 +1,4 @@
-"""The hand-written reference skills and plans: the offline stand-in for the LLM (`--llm reference`).
+"""The hand-written reference skills, plans and critic: the offline stand-in for the LLM (`--llm reference`).
 
 Skills, plans and whole-task programs written by hand by the project's engineers, never by a model and
 always labelled so, so that RL-GPT's whole method runs with no LLM endpoint, and LLM-written code has a
@@ -14,4 +14,5 @@ goes through the same sandbox check and dry run as an LLM's.
     crafter_progress.py the rest of that program: crafting, collecting, exploring
     crafter_parts.py    that program taken apart: its behaviours as the crafter plan's code actions
     minedojo_skills.py  MineDojo's reference skills, plans and whole-task programs
+    critic_rules.py     the critic of the slow loop as hand-written rules over its statistics
 """

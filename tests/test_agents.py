@@ -11,11 +11,12 @@ import json
 import pytest
 
 from core import CodeAction, Plan, SubAction, api_doc
-from critic import Feedback, rule_based_critique
+from critic import Feedback
 from env import TASKS, CrafterAPI, get_task
 from fast_agent import Attempt, FastAgent
 from prompts.planner import SUBTASKS_LONG, SUBTASKS_SHORT
 from reference import plans, skills
+from reference.critic_rules import rule_based_critique
 from slow_agent import CRITIQUE_REPLY_TOKENS, PLAN_REPLY_TOKENS, AgentError, SlowAgent
 from tests.fake_llm import FakeLLMServer, client, text_of, truncated
 

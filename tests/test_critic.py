@@ -17,22 +17,20 @@ import report
 import train
 from code_actions import CodeStats, reuse_skill
 from core import CodeAction, Plan
-from critic import (
+from critic import Feedback, apply_feedback, keep_change
+from env import ACHIEVEMENTS, ACTIONS, get_task, make_env
+from evidence import crafter_score, episode_ends, episode_measures, gathered, stall_shares
+from llm import LLMClient
+from reference import plans, skills
+from reference.critic_rules import (
     ERROR_SHARE,
     LOW_SUCCESS,
     METER_SHAPING,
     MIN_CALLS,
     MIN_FAILED_EPISODES,
     STALL_SHARE,
-    Feedback,
-    apply_feedback,
-    keep_change,
     rule_based_critique,
 )
-from env import ACHIEVEMENTS, ACTIONS, get_task, make_env
-from evidence import crafter_score, episode_ends, episode_measures, gathered, stall_shares
-from llm import LLMClient
-from reference import plans, skills
 from sandbox import checker
 from skill_library import SkillLibrary
 from slow_agent import AgentError, SlowAgent, plan_messages
