@@ -76,8 +76,7 @@ def rule_based_critique(plan: Plan, code_actions: list[CodeAction], stats: dict)
                                  "target is visible and return before the step budget is spent.")
                 reasons.append(f"{s.name}: {why} and it is not hand-written: ask the code writer to fix it")
             else:  # code fine, timing is RL's job
-                notes.append(f"{s.name} returned True in only {num(rate)} of its calls, without errors: "
-                             "the RL agent often calls it when its target is not in view")
+                notes.append(_timing_note(s.name, rate, st, plan.rl_config.get("follow_order") is True))
         elif current != versions[-1]:
             variants[s.name] = versions[versions.index(current) + 1]
             reasons.append(f"{s.name}: {why} as variant {current}; try variant {variants[s.name]}")
@@ -92,7 +91,7 @@ def rule_based_critique(plan: Plan, code_actions: list[CodeAction], stats: dict)
     lists = (active, to_code, to_rl, variants, reasons, config, over)
     stalls, chain = stats.get("stalls") or {}, get_task(plan.task).prerequisites
     if stats.get("score"):  # no goal: every episode counts, and the tech tree is the chain
-        notes.append(_rare_text(stats["score"]))
+        notes.insert(0, _rare_text(stats["score"]))
         stalls, chain = {"failed_episodes": stats["score"]["episodes"], "never_reached": {
             a: round(1 - p, 3) for a, p in stats["score"]["achievements"].items()}}, plans.TECH_TREE
     # no goal: shaping an item pays per unit on a benchmark scored by unlocks (iron, crafter seed 1: worse in
@@ -105,10 +104,22 @@ def rule_based_critique(plan: Plan, code_actions: list[CodeAction], stats: dict)
     if len(trend) >= 2:
         direction = "rising" if trend[-1] > trend[0] else "falling" if trend[-1] < trend[0] else "flat"
     said = notes + reasons
-    summary = (f"[hand-written rule-based critic, not an LLM] success rate {success_text(stats)}, trend "
-               f"{direction}. " + ("; ".join(said) + "." if said else "No code action stood out."))
+    # no goal (crafter): success is always 0, so the summary opens with the score (its note, first in `said`)
+    opening = "" if stats.get("score") else f" success rate {success_text(stats)}, trend {direction}."
+    summary = (f"[hand-written rule-based critic, not an LLM]{opening} " +
+               ("; ".join(said) + "." if said else "No code action stood out."))
     rl_config = config if config != plan.rl_config else None
     return Feedback(summary, to_code, to_rl, fixes, variants, rl_config, reasons)
+
+
+def _timing_note(name: str, rate: float, st: dict, follow_order: bool) -> str:
+    """A code action that succeeds rarely without errors: how many of its calls returned at once without a
+    step, and what those cost (nothing under the plan's follow_order, where the order tries it first)."""
+    n, at_once = st.get("chosen", 0), (st.get("ends") or {}).get("false_at_once", 0)
+    why = ("free under the plan's follow_order: its order tries this part before the ones after it" if follow_order
+           else "the RL agent often calls it where it cannot act")
+    return (f"{name} returned True in only {num(rate)} of its {n} calls, without errors; {at_once} of them "
+            f"returned at once without a step ({why})")
 
 
 def _rare_text(score: dict) -> str:

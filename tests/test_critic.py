@@ -334,6 +334,24 @@ def test_on_crafter_the_rule_based_critic_acts_on_the_achievements_and_the_death
     assert not any("stone_pickaxe" in r for r in fb.reasons)
     assert any("60 of 100 failed episodes ended as 'died: thirst'" in r and "shape drink" in r for r in fb.reasons)
     assert "never unlocked: collect_coal" in fb.summary  # what is never or rarely unlocked is said
+    # no goal: the summary opens with the score, not a success rate that is always 0
+    assert fb.summary.startswith("[hand-written rule-based critic, not an LLM] Crafter score ")
+    assert "success rate" not in fb.summary
+    # under the plan's follow_order a part's calls that return at once cost nothing: said so, with their count
+    assert plan.rl_config.get("follow_order") is True
+    first = plan.code_subactions[0].name
+    tried = {**stats, "code_actions": {first: {**row(400, 0.1), "ends": {"false_at_once": 350}}}}
+    assert (f"{first} returned True in only 0.1 of its 400 calls, without errors; 350 of them returned at once "
+            "without a step (free under the plan's follow_order") in rule_based_critique(plan, code, tried).summary
+
+
+def test_a_code_action_that_rarely_acts_is_counted_where_its_calls_cost_steps():
+    llm_code = CodeAction("chop_tree", "def chop_tree(api):\n    return api.do()\n")
+    rows = {"chop_tree": {**row(200, 0.1), "ends": {"false_at_once": 150}}}
+    fb = rule_based_critique(reference("collect_wood"), [llm_code], stats_with(rows))
+    assert ("chop_tree returned True in only 0.1 of its 200 calls, without errors; 150 of them returned at once "
+            "without a step (the RL agent often calls it where it cannot act)") in fb.summary
+    assert fb.summary.startswith("[hand-written rule-based critic, not an LLM] success rate 0.05 (n=40")
 
 
 def test_when_failed_episodes_die_of_zombies_the_rule_based_critic_codes_fighting_them():
