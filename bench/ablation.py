@@ -112,11 +112,11 @@ def episode_length(rows: list[dict], iteration: int) -> dict:
 
 
 def iterations(run_dir: Path) -> list[dict]:
-    """Per iteration: its training success and mean episode length, what its code actions did (calls,
-    success, commonest error), the critic's summary and decisions after it, and whether the previous
-    decisions were kept or rolled back (train.log's "[iter k] the critic's change" line), from
-    iter_k/stats.json, stats.jsonl, iter_k/feedback.json and train.log, so the results' "why" and the slow
-    loop's effect can be written from this file."""
+    """Per iteration: its training success (on crafter, its Crafter score) and mean episode length, what its
+    code actions did (calls, success, commonest error), the critic's summary and decisions after it, and
+    whether the previous decisions were kept or rolled back (train.log's "[iter k] the critic's change"
+    line), from iter_k/stats.json, stats.jsonl, iter_k/feedback.json and train.log, so the results' "why"
+    and the slow loop's effect can be written from this file."""
     log = (run_dir / "train.log").read_text(errors="replace") if (run_dir / "train.log").is_file() else ""
     rows = report.read_jsonl(run_dir / "stats.jsonl")
     changes = {int(k): why[:200] for k, why in re.findall(r"^\[iter (\d+)\] the critic's change: (.*)$", log, re.M)}
@@ -133,6 +133,9 @@ def iterations(run_dir: Path) -> list[dict]:
         out.append({"iteration": stats.get("iteration"), "env_steps": stats.get("env_steps"),
                     "train": {"success": stats.get("success_rate"), "n": stats.get("success_episodes")},
                     "episode_length": episode_length(rows, iteration),
+                    # no single goal (crafter): the Crafter score of the episodes that finished in it (evidence's)
+                    **({"score": {k: stats["score"][k] for k in ("score", "se", "episodes")}}
+                       if stats.get("score") else {}),
                     "change": changes.get(stats.get("iteration")), "code_actions": actions,
                     "critic": fb.get("summary", "")[:300] if fb else None,
                     "decided": [str(r)[:160] for r in fb.get("reasons", [])[:6]] if fb else []})

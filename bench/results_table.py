@@ -141,12 +141,14 @@ def length_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
     k = max(len(its) for _, its in runs)
 
     def cell(it: dict) -> str:
-        got = it.get("episode_length") or {"mean": None}
-        return "—" if got["mean"] is None else f"{got['mean']:.1f} (n={got['n']})"
+        got, score = it.get("episode_length") or {"mean": None}, it.get("score")
+        length = "—" if got["mean"] is None else f"{got['mean']:.1f} (n={got['n']})"
+        return f"{score['score']:.1f} ± {score['se']:.1f}; {length}" if score else length
 
     return ["**Mean episode length per iteration** (crafter; training episodes, n): the mean length in env "
-            "steps of the training episodes that finished in the iteration, and their count n; — = the result "
-            "file was written before results kept it.", "",
+            "steps of the training episodes that finished in the iteration, and their count n, after the "
+            "Crafter score of those episodes ± its bootstrap standard error where the result file keeps it; "
+            "— = the result file was written before results kept the length.", "",
             "| run | " + " | ".join(f"iteration {i}" for i in range(1, k + 1)) + " |", "|---|" + "---|" * k,
             *(f"| {c.mode}, seed {c.seed} | " + " | ".join([*map(cell, its), *[""] * (k - len(its))]) + " |"
               for c, its in runs), ""]

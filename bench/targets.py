@@ -102,9 +102,11 @@ def comparison_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
 
 
 def iteration_text(prev: dict | None, it: dict) -> str:
-    """An iteration's training success (and mean episode length), and what the critic's decisions after the
-    previous one became."""
-    shown = f"{it['train']['success']:.2f} (n={it['train']['n']}{length_text(it)}"
+    """An iteration's training success or, with no single goal, its Crafter score (and mean episode length),
+    and what the critic's decisions after the previous one became."""
+    score = it.get("score")  # no single goal (crafter): its Crafter score, where the result file keeps it
+    shown = (f"{score['score']:.2f} +- {score['se']:.2f} (n={score['episodes']}{length_text(it)}" if score else
+             f"{it['train']['success']:.2f} (n={it['train']['n']}{length_text(it)}")
     if prev is None:
         return shown + ")"
     if not prev.get("decided"):
@@ -124,8 +126,9 @@ def why_missed(r: dict) -> str:
     its = [it for it in r.get("iterations", []) if it.get("train")]
     if its:
         goal = env.get_task(r["task"]).success  # {}: no single goal, so no episode counts as a success
-        what = "training success" + ("" if goal else " (none can succeed: this task has no single goal, so the "
-                                     "critic's keep-or-roll-back rule compares 0 with 0)")
+        what = ("training success" if goal else "Crafter score of the training episodes" if its[0].get("score")
+                else "training success (none can succeed: this task has no single goal; the result file was "
+                "written before results kept each iteration's Crafter score)")
         text += f"; {what} per iteration: " + ", ".join(
             iteration_text(prev, it) for prev, it in zip([None, *its[:-1]], its, strict=True))
     last = r["iterations"][-1] if r.get("iterations") else {}

@@ -134,6 +134,11 @@ def test_each_iteration_keeps_the_mean_length_and_count_of_the_episodes_that_end
             {"iteration": k, "env_steps": 1000 * k, "episode_lengths": {"episodes": 9, "mean_length": 1.0}}))
     assert [it["episode_length"] for it in ablation.result_of(cell, d)["iterations"]] == [
         {"mean": 150.5, "n": 2}, {"mean": None, "n": 0}, {"mean": 1150.0, "n": 2}]
+    # no single goal: each iteration keeps its Crafter score (iter_k/stats.json's, without the achievements)
+    score = {"score": 41.2, "se": 0.9, "episodes": 2, "achievements": {"collect_wood": 1.0}}
+    (d / "iter_1" / "stats.json").write_text(json.dumps({"iteration": 1, "env_steps": 1000, "score": score}))
+    its = ablation.result_of(cell, d)["iterations"]
+    assert its[0]["score"] == {"score": 41.2, "se": 0.9, "episodes": 2} and "score" not in its[1]
 
 
 def test_a_rows_own_success_field_wins_over_the_achievement():

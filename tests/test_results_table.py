@@ -245,3 +245,15 @@ def test_episode_lengths_per_iteration_sit_beside_success_and_crafter_has_their_
             "n=987; no change decided before it)") in text
     assert "per iteration: 0.00 (n=1066), 0.00 (n=987; no change decided before it)" in text  # seed 2: before
     assert f"- {loop.name}: iteration 1: 0.25 (n=40; mean length 55.0 steps, n=41)\n" in text
+    # a result that keeps each iteration's Crafter score shows it, not a success that is always 0
+    scored = [dict(it, score={"score": 30.0 + k, "se": 0.8, "episodes": it["episode_length"]["n"]})
+              for k, it in enumerate(kept)]
+    cell = grid.Cell("crafter", "rlgpt", 1, 1_000_000)
+    ablation.write_json(results / f"{cell.name}.json", fake_result(results, cell, None, 0, crafter=crafter)
+                        | {"iterations": scored})
+    assert ablation.main(["--table"]) == 0
+    text = md.read_text()
+    assert row_of(text, "rlgpt, seed 1") == [
+        ["rlgpt, seed 1", "30.0 ± 0.8; 311.6 (n=1066)", "31.0 ± 0.8; 336.8 (n=987)"]]
+    assert ("Crafter score of the training episodes per iteration: 30.00 +- 0.80 (n=1066; mean length 311.6 steps, "
+            "n=1066), 31.00 +- 0.80 (n=987; mean length 336.8 steps, n=987; no change decided before it)") in text
