@@ -355,3 +355,19 @@ def test_each_part_of_the_crafter_plan_does_its_job_where_its_initiation_lets_it
             failures.append((info["code_ok"], info["code_end"], info["prim_steps"]))
     env.close()
     assert wins >= PART_MIN, f"{part}: {wins}/{N_SITUATIONS}; failures: {failures}"
+
+
+def test_the_plans_order_played_as_a_policy_plays_the_routines_worlds_and_the_game():
+    """bench/plan_order: the order (the first part allowed at each decision, what PPO's teacher names) and the
+    routine play the same worlds of the seed's training stream, and the order alone plays the game (the
+    routine's parts in the routine's order): at least 8 achievements in one episode; a policy drawing every
+    decision at random among the allowed actions unlocks fewer."""
+    from bench import plan_order
+    crafter = Plan.from_dict(reference_plan("crafter"), get_task("crafter"))
+    parts = [skills.skill_for(s.name) for s in crafter.code_subactions]
+    order = plan_order.play(parts, list(range(len(parts))), 1, 1, 0.0, "order")
+    routine = plan_order.play([whole_task.whole_task_program("crafter", BUDGET)], None, 1, 1, 0.0, "routine")
+    drawn = plan_order.play(parts, list(range(len(parts))), 1, 1, 1.0, "random")
+    assert order[0]["seed"] == routine[0]["seed"] == drawn[0]["seed"]
+    got = [sum(v > 0 for k, v in row.items() if k.startswith("achievement_")) for row in (order[0], drawn[0])]
+    assert got[0] >= 8 and got[1] < got[0], got
