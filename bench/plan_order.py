@@ -45,8 +45,8 @@ def play(code_actions: list[CodeAction], order: list[int] | None, episodes: int,
                 allowed = info["action_mask"]
                 if noise and rng.random() < noise:
                     action = int(rng.choice(np.flatnonzero(allowed)))
-                else:
-                    action = n_base + next(i for i in order if allowed[n_base + i])
+                else:  # no part allowed (each refused since the last step): the noop, as the teacher names none
+                    action = next((n_base + i for i in order if allowed[n_base + i]), 0)
             _, _, terminated, truncated, info = env.step(action)
             done = terminated or truncated
         rows.append(env.unwrapped.stats_row())
