@@ -133,8 +133,9 @@ def crafter_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
 
 def length_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
     """Crafter's runs, one row each: per iteration the mean length of the training episodes that finished
-    in it, with their n. An episode of the whole benchmark ends at death or the time limit, so the length
-    is survival, which the score alone does not show. "—" where the result file predates the field."""
+    in it, with their n, after their Crafter score where the result file keeps it. An episode of the whole
+    benchmark ends at death or the time limit, so the length is survival, which the score alone does not
+    show. "—" where the result file predates the field."""
     runs = [(c, its) for c in cells if c.task == "crafter" and (its := current.get(c, {}).get("iterations"))]
     if not runs:
         return []

@@ -114,12 +114,16 @@ def rule_based_critique(plan: Plan, code_actions: list[CodeAction], stats: dict)
 
 def _timing_note(name: str, rate: float, st: dict, follow_order: bool) -> str:
     """A code action that succeeds rarely without errors: how many of its calls returned at once without a
-    step, and what those cost (nothing under the plan's follow_order, where the order tries it first)."""
+    step, and what those cost (nothing under the plan's follow_order, where the order tries it first); the
+    count only where there are some."""
     n, at_once = st.get("chosen", 0), (st.get("ends") or {}).get("false_at_once", 0)
-    why = ("free under the plan's follow_order: its order tries this part before the ones after it" if follow_order
-           else "the RL agent often calls it where it cannot act")
-    return (f"{name} returned True in only {num(rate)} of its {n} calls, without errors; {at_once} of them "
-            f"returned at once without a step ({why})")
+    if follow_order and at_once:
+        why = f"; {at_once} of them returned at once without a step (free under the plan's follow_order: its " \
+              "order tries this part before the ones after it)"
+    else:  # each call took steps, or refusals cost a step: when to call it is RL's choice
+        why = (f"; {at_once} of them returned at once without a step" if at_once else "") + \
+              " (the RL agent often calls it where it cannot act)"
+    return f"{name} returned True in only {num(rate)} of its {n} calls, without errors{why}"
 
 
 def _rare_text(score: dict) -> str:

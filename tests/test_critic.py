@@ -343,6 +343,10 @@ def test_on_crafter_the_rule_based_critic_acts_on_the_achievements_and_the_death
     tried = {**stats, "code_actions": {first: {**row(400, 0.1), "ends": {"false_at_once": 350}}}}
     assert (f"{first} returned True in only 0.1 of its 400 calls, without errors; 350 of them returned at once "
             "without a step (free under the plan's follow_order") in rule_based_critique(plan, code, tried).summary
+    stepped = {**stats, "code_actions": {first: {**row(400, 0.1), "ends": {"false_after_steps": 360}}}}
+    said = rule_based_critique(plan, code, stepped).summary  # no call returned at once: nothing said to be free
+    assert f"{first} returned True in only 0.1 of its 400 calls, without errors (the RL agent" in said
+    assert "follow_order" not in said
 
 
 def test_a_code_action_that_rarely_acts_is_counted_where_its_calls_cost_steps():
