@@ -107,7 +107,7 @@ class CodeActionWrapper(gym.Wrapper):
         self.n_base = env.action_space.n
         self.max_macro_steps, self.time_limit, self.gamma = max_macro_steps, time_limit, gamma
         self.follow_order: list[int] | None = None  # set_follow_order
-        self._refused: set[int] = set()  # code actions that returned at once since the last env step
+        self._refused: set[int] = set()  # under follow_order: code actions masked for the next decision
         self._obs = None  # the last observation, what a call that took no step returns
         self.code_actions: list[CodeAction] = []
         self.set_code_actions(code_actions)
@@ -185,7 +185,9 @@ class CodeActionWrapper(gym.Wrapper):
                 except EpisodeEnded:
                     pass
             obs, _, terminated, truncated, info = api._last
-            self._obs, self._refused = obs, set()
+            failed = self.follow_order is not None and result.returned is not True and not result.error \
+                and result.stopped is None and not info.get("success")  # under an order: on to the next part
+            self._obs, self._refused = obs, ({index} if failed else set())
         ok = result.returned is True or bool(info.get("success"))  # the task solved inside counts as done
         info = dict(info, prim_steps=api._steps, code_action=index, code_ok=ok, code_end=_call_end(ok, result, took),
                     code_error=result.error or _stop_reason(result.stopped), code_reward=api._earned)

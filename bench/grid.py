@@ -49,17 +49,19 @@ VERSION_NOTES = {"rl+config": "the critic reads episode ends",
 # rlgpt crafter plan's parts) alone, bumps ("code", "crafter") and the crafter cells of "rlgpt" and "rlgpt-1iter"
 # here, not "code" and "rlgpt", whose other cells did not change.
 TASK_VERSION: dict[tuple[str, str], int] = {("code", "crafter"): 2, ("rlgpt", "collect_wood"): 4,
-                                             ("rlgpt", "crafter"): 7, ("rlgpt-1iter", "crafter"): 7}
+                                             ("rlgpt", "crafter"): 8, ("rlgpt-1iter", "crafter"): 8}
 TASK_VERSION_NOTES: dict[tuple[str, str], str] = {  # what changed, as the results page says it
     ("code", "crafter"): "reference/crafter_program.py naps early so wake_up is unlocked",
     ("rlgpt", "collect_wood"): "v5's shaping rule cannot act: nothing is shaped",
     ("rlgpt", "crafter"): "the plan takes the whole-game routine apart: 15 of its behaviours as code actions, each "
                           "with an initiation, RL choosing among them and the base actions, and asks RL to follow "
                           "its order (follow_order: PPO is taught the first part that can act, more weakly as the "
-                          "run goes on, and a "
-                          "part that refuses at once costs no step); each part starts with the routine's own test for "
-                          "its place in that order (v6: no order taught, looser parts; v4-v5: the routine as one code "
-                          "action)",
+                          "run goes on; a part that refuses at once costs no step, and one that fails after steps "
+                          "may not start at the next decision, so the order goes on to its next part as the routine "
+                          "goes on to its next behaviour); each part starts with the routine's own test for its place "
+                          "in that order (v7: a part that failed after steps could be called again at once, so the "
+                          "order retried failed placings in a loop; v6: no order taught, looser parts; v4-v5: the "
+                          "routine as one code action)",
     ("rlgpt-1iter", "crafter"): "rlgpt's control"}
 MODES = ("rl", "rl+config", "code", "rlgpt")
 SLOWLOOP_MODES = ("rlgpt", "rlgpt-1iter")

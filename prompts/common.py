@@ -14,8 +14,9 @@ returns, when it has taken {budget} environment steps (the call is stopped and c
 draws on it) or when the episode ends (stopped, not a failure). A call succeeds when it returns True or the \
 task is solved during it. A call that takes no step at all is charged one noop step, so failing at once \
 still costs a step and a decision (under a plan with "follow_order", one that returns without True before any \
-step costs the decision only). Nothing is kept from one call to the next: each call starts from the \
-world as it is then."""
+step costs the decision only and may not start again until a step is taken, and one that returns without True \
+after taking steps may not start at the very next decision). Nothing is kept from one call to the next: each \
+call starts from the world as it is then."""
 
 # How one call of a code action ended (env.CodeActionWrapper's info["code_end"], counted per code action by
 # code_actions.CodeStats): key -> the words the critic, the code writer, the summary and the results show.

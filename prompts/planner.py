@@ -34,9 +34,11 @@ being trained, and for a "code" sub-action its "initiation": {initiation}}}.
 with items from {items}; "mask_actions": base actions the RL agent never needs for this task; \
 "follow_order": true when the "code" sub-actions, in the order you list them, are an order of priorities to \
 start from (most urgent first): while it trains, the RL agent is also taught to call, in each state, the \
-first of them whose initiation holds and that has not just returned without taking a step there (such a call \
-then costs no step); the lesson weighs less and less as training goes on, so RL more and more decides where \
-to leave the order (default false: no order is taught).
+first of them whose initiation holds and that has not just returned without True (one that returns without \
+True before taking any step costs no step and may not start again until a step is taken; one that returns \
+without True after taking steps may not start at the very next decision, so the order goes on down the list); \
+the lesson weighs less and less as training goes on, so RL more and more decides where to leave the order \
+(default false: no order is taught).
 A "code" sub-action's spec is all its code writer reads, with the API doc above and an example: it never \
 sees the other sub-actions, their specs or their code, so each spec must stand alone (never "as X does"). \
 Its success test must be observable through the API (an inventory count, what view() or in_front() \

@@ -101,10 +101,12 @@ def next_to(g, name):
     return any(g[d] == name for d in dirs().values())
 
 def make_next(api, g, inv):
-    """The first tool of the routine's order not yet held whose materials are held, made at its stations."""
+    """The routine's craft_step without its placing: each tool of its order not yet held whose materials are
+    held, in turn, made at its stations, until one is made."""
     for tool, uses, stations in RECIPES:
         if inv[tool] < 1 and all(inv[k] >= n for k, n in uses.items()) and all(near(g, s) for s in stations):
-            return craft(api, tool, stations)
+            if craft(api, tool, stations):
+                return True
     return False
 
 def collect_first(api, inv, names):

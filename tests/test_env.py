@@ -539,3 +539,29 @@ def test_under_follow_order_a_refused_call_costs_no_step_and_is_masked_until_the
         if terminated or truncated:
             break
     assert info["episode"]["l"] == 50 and length == 47
+
+
+def test_under_follow_order_a_call_that_fails_after_steps_is_masked_for_the_next_decision_only():
+    """A plan with "follow_order": a call that took steps and returned without True may not start at the very next
+    decision (the order goes on to its next part, as the routine it was taken from goes on to its next behaviour);
+    any step after that lifts the mask. A call that returns True, or errs, is never masked."""
+    actions = [code("wander", "    api.noop()\n    return False\n"), code("lazy", "    api.noop()\n    return True\n"),
+               code("boom", "    api.noop()\n    return 1 / 0\n")]
+    env = make_env("collect_wood", 0, code_actions=actions, max_steps=50)
+    env.set_follow_order([0, 1, 2])
+    env.reset(seed=0)
+    _, _, _, _, info = env.step(17)
+    assert info["prim_steps"] == 1 and info["code_end"] == "false_after_steps"
+    assert list(info["action_mask"][17:]) == [False, True, True]  # the next decision only
+    _, _, _, _, info = env.step(18)
+    assert info["code_ok"] and list(info["action_mask"][17:]) == [True] * 3
+    for action in (17, 0):  # a base action's step lifts the mask too
+        _, _, _, _, info = env.step(action)
+    assert list(info["action_mask"][17:]) == [True] * 3
+    _, _, _, _, info = env.step(19)
+    assert info["code_end"] == "error" and list(info["action_mask"][17:]) == [True] * 3
+    env.set_follow_order(None)  # without an order nothing is masked
+    env.reset(seed=0)
+    _, _, _, _, info = env.step(17)
+    assert info["code_end"] == "false_after_steps" and "action_mask" not in info
+    env.close()
