@@ -21,11 +21,11 @@ import copy
 import dataclasses
 import math
 import re
+from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass, field
 
 from core import CodeAction, Plan
 from env import get_task
-from reference import skills
 from run_state import LoopState
 
 
@@ -58,12 +58,14 @@ class Feedback:
                    [str(r) for r in d.get("reasons") or []], dict(d.get("initiations") or {}))
 
 
-def check_feedback(feedback: Feedback, plan: Plan, variants_allowed: bool = True, rl: bool = True) -> Feedback:
+def check_feedback(feedback: Feedback, plan: Plan, variants: Callable[[str], Collection[str]] | None = None,
+                   rl: bool = True) -> Feedback:
     """The feedback with every name read as the plan's sub-action (a code version such as chop_tree_v2
     names chop_tree); ValueError, worded for the model to fix, if it names what the plan lacks, moves a
-    sub-action both ways, asks for a variant that does not exist (or any, where `variants_allowed` is
-    False: an LLM run uses no hand-written code unless its user asked), an RL move where no RL runs (`rl`
-    False: --mode code), or an initiation or RL config off the menu."""
+    sub-action both ways, asks for a variant that `variants` (sub-action name -> its hand-written variants'
+    names, reference.skills.variants) does not list (or any, where it is None: an LLM run uses no hand-written
+    code unless its user asked), an RL move where no RL runs (`rl` False: --mode code), or an initiation or RL
+    config off the menu."""
     names = {s.name for s in plan.subactions}
     fb = feedback
     used = [k for k, v in (("to_code", fb.to_code), ("to_rl", fb.to_rl), ("initiations", fb.initiations),
@@ -71,7 +73,7 @@ def check_feedback(feedback: Feedback, plan: Plan, variants_allowed: bool = True
     if used and not rl:
         raise ValueError(f"{used}: no RL runs in this mode, so only \"fixes\" can change the routine; leave "
                          f"{', '.join(used)} out")
-    if fb.variants and not variants_allowed:
+    if fb.variants and variants is None:
         raise ValueError(f"variants {fb.variants}: this run uses no hand-written code, so there are no variants "
                          "to choose; leave \"variants\" out and say in \"fixes\" how to change the code")
     unknown = sorted(n for n in {*fb.to_code, *fb.to_rl, *fb.fixes, *fb.variants, *fb.initiations}
@@ -87,8 +89,8 @@ def check_feedback(feedback: Feedback, plan: Plan, variants_allowed: bool = True
     both = sorted(set(fb.to_code) & set(fb.to_rl))
     if both:
         raise ValueError(f"{both} are in both to_code and to_rl")
-    bad = [f"{n} has no variant {v!r} (it has {sorted(skills.variants(n)) or 'none'})"
-           for n, v in fb.variants.items() if v not in skills.variants(n)]
+    bad = [f"{n} has no variant {v!r} (it has {sorted(variants(n)) or 'none'})"
+           for n, v in fb.variants.items() if v not in variants(n)]
     if bad:
         raise ValueError("variants: " + "; ".join(bad))
     bad = [n for n, i in fb.initiations.items() if not isinstance(i, dict)]

@@ -146,13 +146,14 @@ class SlowAgent:
                  frames: list[bytes] | None = None) -> Feedback:
         """What went wrong in the last RL round; frames are only sent to a vision-capable model."""
         if self.llm is None:
-            return check_feedback(rule_based_critique(plan, code_actions, stats), plan)
+            return check_feedback(rule_based_critique(plan, code_actions, stats), plan, skills.variants)
         frames = list(frames or []) if getattr(self.llm, "vision", False) else []
 
         rl = stats.get("mode") != Mode.CODE  # --mode code: no RL moves exist
 
         def parse(data: dict) -> Feedback:  # the same checks as the rule-based critic's feedback gets
-            return check_feedback(Feedback.from_dict(data), plan, variants_allowed=self.hand_written, rl=rl)
+            variants = skills.variants if self.hand_written else None
+            return check_feedback(Feedback.from_dict(data), plan, variants, rl=rl)
 
         messages = critic_messages(plan, code_actions, stats, self.hand_written, len(frames))
         return self._ask(messages, feedback_schema(variants=self.hand_written, rl=rl), parse, "critique",
