@@ -7,8 +7,9 @@ the code it was taken apart from?
 
 Both sides play the training worlds of `--seed` (the same world per episode index), from fresh envs, with the
 step counting of training: the routine is called on every decision; the order calls, at each decision, the
-first part whose initiation holds that has not just refused (a refusal without a step costs none, as under
-follow_order), which is what PPO's teacher names. `--noise p` makes the order pick, with probability p per
+first part whose initiation holds that has not just returned without True (a refusal without a step costs none
+and is masked until a step; a failure after steps is masked for the next decision: follow_order's rules), which
+is what PPO's teacher names. `--noise p` makes the order pick, with probability p per
 decision, any allowed action instead (base actions included), as a policy that samples off the order would.
 Prints each side's Crafter score (bootstrap standard error, n episodes), mean episode length, and the
 achievements whose unlock shares differ most.

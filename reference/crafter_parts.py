@@ -10,7 +10,8 @@ where that test fails, and it carries an initiation condition wherever one can s
 part of it (an initiation is a conjunction: sheltering's "tired, or hurt with a zombie in view" is not one).
 The parts are listed in the routine's order. No part plays the whole game: which part runs when is what the
 RL agent learns, starting from that order (the plan's follow_order: the first part that can act, as the
-routine would choose it).
+routine would choose it; a part that fails after taking steps gives way to the next one at the next decision, as
+the routine goes on to its next behaviour in the same call).
 
     python -m reference.crafter_parts          # every part with its initiation
 """
