@@ -115,7 +115,8 @@ REWARD_GAME = "the game's own: +1 for each achievement unlocked the first time i
 NOOP_CHARGED = "a call that takes none is charged one noop step"
 NOOP_FREE = ("under this plan's \"follow_order\" a call that returns without True before taking any step costs no "
              "step (counted as 0: the RL agent decides again in the same state, that code action masked until a "
-             "step is taken), any other call that takes none is charged one noop step")
+             "step is taken; one that returns without True after steps is masked for the next decision), any "
+             "other call that takes none is charged one noop step")
 CODE_ACTION_LINE = ("- {name}{origin}: chosen {chosen} times, share {share}, success {success}, {steps} primitive "
                     "steps and reward {reward} per call; calls ended: {ends}; errors: {errors}")
 CODE_ROUTINE_LINE = ("- {name}{origin}: {chosen} calls, success {success}, {steps} primitive steps and reward "
