@@ -92,8 +92,10 @@ class CodeActionWrapper(gym.Wrapper):
     of model code, a source that does not compile included, is a failed code action in info["code_error"],
     never an exception in the trainer. A code action that takes no step at all is charged one noop, so time
     always moves on; except under a plan that asks the RL agent to follow its order (`follow_order`), where a
-    call that returns at once without a step costs none and may not start again until a step is taken, so the
-    first code action of that order that may start is one that has not just refused (PPO's teacher).
+    call that returns at once without a step costs none and may not start again until a step is taken, and one
+    that returns without True after steps may not start at the next decision, so the first code action of that
+    order that may start is one that has not just failed (PPO's teacher), as a routine goes on to its next
+    behaviour when one fails.
 
     Its reward is the semi-MDP return sum_i gamma**i * r_i of its `prim_steps` steps (PPO then discounts the
     next value by gamma**prim_steps), so `gamma` must be PPO's; the default 1.0 gives the plain sum. The
@@ -133,7 +135,8 @@ class CodeActionWrapper(gym.Wrapper):
         code action whose initiation holds in the current state (core.can_start over the backend's
         initiation_state, read once per step; an action without one, always). None while no code action has
         an initiation and no follow_order, so runs without them are exactly as before. Under follow_order a
-        call that refused at once is masked until the next env step."""
+        call that refused at once is masked until the next env step, one that failed after steps for the next
+        decision."""
         if not any(a.initiation for a in self.code_actions) and self.follow_order is None:
             return None
         with_view = any(a.initiation.get(k) for a in self.code_actions for k in VIEW_KEYS)
