@@ -188,11 +188,12 @@ class CodeActionWrapper(gym.Wrapper):
                 except EpisodeEnded:
                     pass
             obs, _, terminated, truncated, info = api._last
-            failed = self.follow_order is not None and result.returned is not True and not result.error \
-                and result.stopped is None and not info.get("success")  # under an order: on to the next part
-            self._obs, self._refused = obs, ({index} if failed else set())
+            self._obs, self._refused = obs, set()
         ok = result.returned is True or bool(info.get("success"))  # the task solved inside counts as done
-        info = dict(info, prim_steps=api._steps, code_action=index, code_ok=ok, code_end=_call_end(ok, result, took),
+        end = _call_end(ok, result, took)
+        if end == "false_after_steps" and self.follow_order is not None:  # under an order: on to the next part
+            self._refused = {index}
+        info = dict(info, prim_steps=api._steps, code_action=index, code_ok=ok, code_end=end,
                     code_error=result.error or _stop_reason(result.stopped), code_reward=api._earned)
         return obs, api._reward, terminated, truncated, self._with_mask(info)
 

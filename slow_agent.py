@@ -150,9 +150,9 @@ class SlowAgent:
         frames = list(frames or []) if getattr(self.llm, "vision", False) else []
 
         rl = stats.get("mode") != Mode.CODE  # --mode code: no RL moves exist
+        variants = skills.variants if self.hand_written else None  # an LLM run may name none unless asked
 
         def parse(data: dict) -> Feedback:  # the same checks as the rule-based critic's feedback gets
-            variants = skills.variants if self.hand_written else None
             return check_feedback(Feedback.from_dict(data), plan, variants, rl=rl)
 
         messages = critic_messages(plan, code_actions, stats, self.hand_written, len(frames))
