@@ -13,6 +13,7 @@ success, its Crafter score where the task has no goal, or how long success takes
 What the rules read about the episodes is computed in evidence.py.
 
     python critic.py    # nothing to run: the slow agent (slow_agent.py) calls this; see tests/test_critic.py
+                        # (the rule-based critic, the rollback rule) and tests/test_critic_llm.py (an LLM's)
 """
 
 from __future__ import annotations

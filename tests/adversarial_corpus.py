@@ -5,9 +5,9 @@ Every snippet defines `act(api)`. `expect` names the outcomes that count as caug
 by the checker, compiler errors included), "error" (the code got an exception it could not escape), or
 a stop reason: "time_budget" (stopped by the line/time budget, or the worker killed after a C call
 overran it), "memory", "recursion", "step_budget", "episode_ended". A snippet that returns
-normally is a hole. Memory snippets may hit the time budget first on a slow machine; test_sandbox.py
-checks the memory stop itself.
-The api is tests/test_sandbox.py's FakeApi: step() spends a 5-step budget, leak() raises an error
+normally is a hole. Memory snippets may hit the time budget first on a slow machine;
+test_sandbox_budgets.py checks the memory stop itself.
+The api is tests/sandbox_helpers.py's FakeApi: step() spends a 5-step budget, leak() raises an error
 carrying a private object, secret is a non-plain attribute, targets(x) returns internal lists.
 """
 

@@ -11,7 +11,7 @@ import torch
 
 from policy import Agent
 from ppo import seed_everything
-from tests.test_ppo import dict_space
+from tests.ppo_helpers import dict_space
 
 
 @pytest.mark.parametrize("space", ["dict", "box"])

@@ -1,5 +1,6 @@
-"""Tests for ppo.py: GAE, rollout bookkeeping, masks, the optimizer across extend(), checkpoints, CartPole learning
-(policy.py's network alone: tests/test_policy.py).
+"""Tests for ppo.py, the mechanics of one update: GAE and semi-MDP returns, rollout bookkeeping, the ratio and KL,
+masks, the optimizer across extend(), checkpoints, the LR schedule, host/device transfers (what PPO learns:
+tests/test_ppo_learning.py; policy.py's network alone: tests/test_policy.py).
 
 Run: python -m pytest -q tests/test_ppo.py
 """
@@ -16,56 +17,12 @@ from core import PrimitiveAPI
 from policy import Agent
 from ppo import PPO, PPOConfig, compute_gae, seed_everything
 from run_dir import load_checkpoint, save_checkpoint
-
-SAME_STEP = gym.vector.AutoresetMode.SAME_STEP
-MACRO = 1  # in ToyEnv, action 1 is a 3-step macro action
-
-
-class ToyEnv(gym.Env):
-    """Deterministic 3-decision episodes; even episodes terminate, odd ones are truncated.
-    Action 1 reports prim_steps=3 (a macro action), action 2 pays reward 1."""
-
-    def __init__(self, n_actions: int = 5, ep_len: int = 3):
-        self.observation_space = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
-        self.action_space = gym.spaces.Discrete(n_actions)
-        self.ep_len, self.episode = ep_len, -1
-
-    def _obs(self):
-        return np.array([self.t / self.ep_len, self.episode % 2, 0.5], dtype=np.float32)
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t, self.ret, self.length = 0, 0.0, 0
-        self.episode += 1
-        return self._obs(), {}
-
-    def step(self, action):
-        steps = 3 if action == MACRO else 1
-        self.t += 1
-        self.length += steps
-        reward = float(action == 2) + 0.1 * self.t
-        self.ret += reward
-        done = self.t >= self.ep_len
-        terminated, truncated = done and self.episode % 2 == 0, done and self.episode % 2 == 1
-        info = {"prim_steps": steps}
-        if done:
-            info["episode"] = {"r": self.ret, "l": self.length, "success": terminated}
-        return self._obs(), reward, terminated, truncated, info
+from tests.ppo_helpers import MACRO, SAME_STEP, GatedToyEnv, ToyEnv
 
 
 def toy_envs(num_envs: int = 2, n_actions: int = 5) -> gym.vector.SyncVectorEnv:
     return gym.vector.SyncVectorEnv([lambda: ToyEnv(n_actions) for _ in range(num_envs)],
                                     autoreset_mode=SAME_STEP)
-
-
-def cartpole_envs(num_envs: int) -> gym.vector.SyncVectorEnv:
-    make = lambda: gym.wrappers.RecordEpisodeStatistics(gym.make("CartPole-v1"))
-    return gym.vector.SyncVectorEnv([make for _ in range(num_envs)], autoreset_mode=SAME_STEP)
-
-
-def dict_space() -> gym.spaces.Dict:
-    return gym.spaces.Dict({"image": gym.spaces.Box(0, 255, (64, 64, 3), np.uint8),
-                            "inventory": gym.spaces.Box(0, 9, (16,), np.uint8)})
 
 
 def test_gae_hand_computed():
@@ -332,28 +289,6 @@ def test_masked_actions_never_sampled_and_get_no_gradient():
     assert env_mask[np.arange(2), taken].all()
 
 
-class GatedToyEnv(ToyEnv):
-    """ToyEnv whose action 2 may start only on even decisions of an episode (a code action's initiation
-    condition, as env.CodeActionWrapper reports it: action_mask() and info["action_mask"] after reset and step).
-    It counts each action by whether its state allowed it."""
-
-    def action_mask(self):
-        return np.array([True, True, self.t % 2 == 0, True, True])
-
-    def reset(self, *, seed=None, options=None):
-        obs, info = super().reset(seed=seed, options=options)
-        self.counts = getattr(self, "counts", {"gated_taken": 0, "not_allowed": 0, "gate_shut": 0})
-        return obs, dict(info, action_mask=self.action_mask())
-
-    def step(self, action):
-        allowed = self.action_mask()
-        self.counts["not_allowed"] += not allowed[action]
-        self.counts["gated_taken"] += action == 2
-        self.counts["gate_shut"] += not allowed[2]
-        obs, reward, terminated, truncated, info = super().step(action)
-        return obs, reward, terminated, truncated, dict(info, action_mask=self.action_mask())
-
-
 def test_state_dependent_mask_is_obeyed_and_the_update_scores_under_it():
     """Each decision obeys the mask of its own state, and the update scores it under that same mask: with one
     minibatch and one epoch the policy has not moved, so the ratio is 1 (scoring under another mask is not)."""
@@ -410,97 +345,3 @@ def test_lr_anneals_linearly_over_total_steps():
     steps_before = [0] + [s for _, s in lrs[:-1]]  # lr is set from global_step before each rollout
     for (lr, _), s0 in zip(lrs, steps_before, strict=True):
         assert lr == pytest.approx(1e-3 * (1 - s0 / 1000))
-
-
-# close to rl-zoo's CartPole settings; solved 6 of 6 seeds in 22k-39k env steps when tuned
-CARTPOLE_CFG = dict(num_steps=64, num_minibatches=2, update_epochs=10, learning_rate=1e-3, gamma=0.98,
-                    gae_lambda=0.8, ent_coef=0.0, clip_vloss=False)
-
-
-def _cartpole_solves(seed: int, budget: int = 60_000) -> bool:
-    """True once the mean return of the last 100 episodes reaches 195 (the classic 'solved')."""
-    seed_everything(seed)
-    envs = cartpole_envs(8)
-    agent = Agent(envs.single_observation_space, envs.single_action_space.n)
-    envs.reset(seed=seed)  # PPO never seeds an env: its first reset of these envs goes on from this seed
-    ppo = PPO(agent, PPOConfig(**CARTPOLE_CFG), total_steps=budget)
-    returns = []
-
-    def on_step(actions, infos):
-        final = infos.get("final_info", {})
-        if "episode" in final:
-            returns.extend(final["episode"]["r"][final["_episode"]])
-
-    while ppo.global_step < budget:
-        ppo.train(envs, 2048, on_step=on_step)
-        if len(returns) >= 100 and np.mean(returns[-100:]) >= 195:
-            return True
-    return False
-
-
-@pytest.mark.slow
-def test_cartpole_learns_within_60k_steps():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny MLP: threads only add overhead on a shared CPU
-    try:
-        solved = []
-        for seed in (1, 2, 3):  # stop as soon as the 2-of-3 verdict is known
-            solved.append(_cartpole_solves(seed))
-            if sum(solved) >= 2 or len(solved) - sum(solved) >= 2:
-                break
-    finally:
-        torch.set_num_threads(threads)
-    assert sum(solved) >= 2, solved
-
-
-def test_bf16_update_keeps_heads_in_fp32_and_close_to_fp32():
-    """precision=bf16 runs the CNN under bfloat16 autocast but the heads in fp32: log-probs and values
-    come out fp32 (PPO's ratio is not rounded to bf16) and close to the fp32 ones."""
-    seed_everything(4)
-    agent = Agent(dict_space(), 17)
-    obs = {k: torch.as_tensor(np.stack([s.sample() for _ in range(16)])) for k, s in dict_space().items()}
-    act = torch.randint(0, 17, (16,))
-    _, lp32, _, v32 = agent.get_action_and_value(obs, act)
-    _, lp16, _, v16 = agent.get_action_and_value(obs, act, bf16=True)
-    assert lp16.dtype == torch.float32 and v16.dtype == torch.float32
-    assert not torch.equal(lp16, lp32)  # the body did run in bf16
-    assert torch.allclose(lp16, lp32, atol=0.02) and torch.allclose(v16, v32, atol=0.05)
-    assert ppo_mod.use_bf16("fp32", torch.device("cpu")) is False
-    assert ppo_mod.use_bf16("bf16", torch.device("cpu")) is True
-    assert ppo_mod.use_bf16("auto", torch.device("cuda")) is False
-    with pytest.raises(ValueError, match="precision"):
-        ppo_mod.use_bf16("fp16", torch.device("cpu"))
-
-
-class OrderedToyEnv(GatedToyEnv):
-    """GatedToyEnv as a plan with "follow_order" sees it: actions 3 and 4 are code actions (n_base 3), the plan's
-    order puts action 4 first, and action 4 may start only on even decisions; ToyEnv pays for action 2."""
-    n_base, follow_order = 3, [1, 0]
-
-    def action_mask(self):
-        return np.array([True, True, True, True, self.t % 2 == 0])
-
-
-def test_a_plan_order_teaches_the_first_code_action_that_may_start_and_the_lesson_fades():
-    """PPO's teacher (kickstarting) under follow_order: the policy learns to call, in each state, the first code
-    action of the plan's order its mask allows (4 on even decisions, 3 on odd ones) although ToyEnv's reward pays
-    action 2; the teacher's weight falls to 0 at teacher_frac of total_steps. Without an order nothing is taught."""
-    def probs(envs, teach: bool):
-        seed_everything(3)
-        agent = Agent(envs.single_observation_space, 5)
-        logs = []
-        cfg = PPOConfig(num_steps=16, teacher_coef=2.0 if teach else 0.0, teacher_frac=0.5, learning_rate=1e-3)
-        PPO(agent, cfg, total_steps=3000).train(envs, 3000, on_log=lambda m, step: logs.append((step, m)))
-        obs = torch.tensor([[0.0, 0.0, 0.5], [1 / 3, 0.0, 0.5]])  # an even and an odd decision
-        mask = torch.tensor([[True] * 5, [True] * 4 + [False]])
-        with torch.no_grad():
-            logits = torch.where(mask, agent.actor(agent.features(obs)), -1e8)
-        return logits.softmax(-1), logs
-
-    p, logs = probs(gym.vector.SyncVectorEnv([OrderedToyEnv for _ in range(2)], autoreset_mode=SAME_STEP), True)
-    assert p[0, 4] > 0.5 and p[1, 3] > 0.5, p
-    coefs = [(step, m["charts/teacher_coef"]) for step, m in logs]
-    assert coefs[0][1] > 1.9 and all(c == 0.0 for step, c in coefs if step >= 1500)
-    assert "losses/teacher_loss" in logs[0][1]
-    p, logs = probs(gym.vector.SyncVectorEnv([OrderedToyEnv for _ in range(2)], autoreset_mode=SAME_STEP), False)
-    assert p[0, 4] < 0.5 and p[1, 3] < 0.5, p

@@ -2,7 +2,8 @@
 replaced when a C call overruns or it crashes, Ctrl-C left to the trainer, its start-up off the run's
 clock, and never outliving its trainer (killed, stopped, or a thread that started it ending) nor
 seeing the trainer's environment; the api boundary (plain data both ways, arguments bounded, replies in
-the protocol's shape only). The code-level guarantees are in tests/test_sandbox.py.
+the protocol's shape only). The code-level guarantees are in tests/test_sandbox.py and
+tests/test_sandbox_budgets.py.
 
     python -m pytest -q tests/test_sandbox_worker.py
 """
@@ -21,7 +22,7 @@ import pytest
 import sandbox.worker
 from env import CHOP_TREE, CodeAction, make_env
 from sandbox import host
-from tests.test_sandbox import CANARY, FakeApi, _run, hang_guard  # noqa: F401 - hang_guard: autouse here too
+from tests.sandbox_helpers import CANARY, FakeApi, _run, hang_guard  # noqa: F401 - hang_guard: autouse here too
 
 
 @pytest.fixture(scope="module")
