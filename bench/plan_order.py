@@ -11,8 +11,8 @@ first part whose initiation holds that has not just returned without True (a ref
 and is masked until a step; a failure after steps is masked for the next decision: follow_order's rules), which
 is what PPO's teacher names. `--noise p` makes the order pick, with probability p per
 decision, any allowed action instead (base actions included), as a policy that samples off the order would.
-Prints each side's Crafter score (bootstrap standard error, n episodes), mean episode length, and the
-achievements whose unlock shares differ most.
+Prints each side's Crafter score (bootstrap standard error, n episodes), mean episode length and how its
+episodes ended (shares of its n; evidence.episode_ends), and the achievements whose unlock shares differ most.
 """
 
 import argparse
@@ -24,7 +24,7 @@ from tqdm import tqdm
 from code_actions import CodeAction
 from core import Plan
 from env import make_env
-from evidence import crafter_score
+from evidence import crafter_score, episode_ends
 from reference import plans, skills
 from reference.whole_task import whole_task_program
 
@@ -74,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
         scores[name] = s = crafter_score(rows)
         print(f"{name}: Crafter score {s['score']:.2f} +- {s['se']:.2f} (n={s['episodes']} episodes), mean length "
               f"{np.mean([r['length'] for r in rows]):.1f} env steps")
+        ends = episode_ends("crafter", rows)["ends"]
+        print("  ends: " + ", ".join(f"{end} {count / len(rows):.3f}" for end, count in ends.items()))
     sa, sb = scores.values()  # the routine's, the order's
     diffs = sorted(sa["achievements"], key=lambda k: -abs(sa["achievements"][k] - sb["achievements"][k]))[:6]
     print(f"difference (order - routine): {sb['score'] - sa['score']:+.2f} Crafter points; largest unlock-share "

@@ -371,3 +371,15 @@ def test_the_plans_order_played_as_a_policy_plays_the_routines_worlds_and_the_ga
     assert order[0]["seed"] == routine[0]["seed"] == drawn[0]["seed"]
     got = [sum(v > 0 for k, v in row.items() if k.startswith("achievement_")) for row in (order[0], drawn[0])]
     assert got[0] >= 8 and got[1] < got[0], got
+
+
+def test_plan_order_says_how_each_sides_episodes_ended_as_shares_of_its_episodes(capsys):
+    """bench/plan_order's report: each side's line is followed by how its episodes ended (crafter_env's
+    "died: <cause>" or "time limit"), as shares of that side's episodes that add up to 1."""
+    from bench import plan_order
+    assert plan_order.main(["--episodes", "2"]) == 0
+    ends = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  ends: ")]
+    assert len(ends) == 2, ends
+    for line in ends:
+        shares = [float(part.rsplit(" ", 1)[1]) for part in line.removeprefix("  ends: ").split(", ")]
+        assert abs(sum(shares) - 1.0) < 0.01 and all(s > 0 for s in shares), line
