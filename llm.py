@@ -4,7 +4,7 @@ OpenAI, vLLM, Ollama, LM Studio and llama.cpp's server all speak POST {base}/cha
 small client covers them all without an SDK. What makes it worth a file is surviving real servers:
 retries with backoff on 429/5xx/connection errors, clear errors for the ones retrying cannot fix,
 structured output that degrades gracefully (json_schema -> json_object -> schema in the prompt), a
-JSONL transcript of every call, and a ReplayClient that answers a run's LLM calls from that transcript.
+JSONL transcript of every call (llm_replay.ReplayClient answers a run's LLM calls from it).
 llama.cpp's server for `--llm local` is started by llm_local.py.
 What it tells the model about an unusable reply is worded in prompts/common.py.
 
@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import base64
 import email.utils
-import gzip
 import hashlib
 import json
 import os
@@ -327,58 +326,6 @@ class LLMClient:
             self.transcript.parent.mkdir(parents=True, exist_ok=True)
             with self.transcript.open("a") as f:
                 f.write(line + "\n")
-
-
-class ReplayClient:
-    """Answer chat() calls from a transcript, so a run's LLM side replays exactly without a server.
-
-    mode "order": the n-th call gets the n-th record, whatever it asks (robust to prompt edits).
-    mode "hash": a call gets the next unused record with the same request hash (robust to reordering).
-    Recorded errors are raised again, so agents see the same feedback they saw live. A transcript may be
-    gzipped (.gz: bench/ablation keeps LLM cells' transcripts so). Given `record`, each answered call is
-    written there as the recorded reply under the request this run made (its own request_hash, the
-    recorded one as `answered_from`): the replay's calls and tokens count like the original's, and a call
-    that asked something else than the transcript answered shows."""
-
-    def __init__(self, transcript: str | Path, mode: str = "order", record: str | Path | None = None):
-        if mode not in ("order", "hash"):
-            raise ValueError(f"mode must be 'order' or 'hash', not {mode!r}")
-        self.path, self.mode, self.calls = Path(transcript), mode, 0
-        self.record = Path(record) if record else None
-        text = gzip.decompress(self.path.read_bytes()).decode() if self.path.suffix == ".gz" else self.path.read_text()
-        self.records = [json.loads(line) for line in text.splitlines() if line.strip()]
-        self._by_hash: dict[str, list[dict]] = {}
-        for rec in self.records:
-            self._by_hash.setdefault(rec["request_hash"], []).append(rec)
-
-    def chat(self, messages: list[dict], *, json_schema: dict | None = None,
-             images: list[bytes] | None = None, temperature: float = 0.2, max_tokens: int = 1024) -> Reply:
-        """Same contract as LLMClient.chat; a call the transcript cannot answer raises LLMError."""
-        self.calls += 1
-        h = request_hash(messages, json_schema, images, temperature, max_tokens)
-        if self.mode == "order":
-            if self.calls > len(self.records):
-                raise LLMError(f"replay miss: call {self.calls} but {self.path} holds only "
-                               f"{len(self.records)} records")
-            rec = self.records[self.calls - 1]
-        else:
-            queue = self._by_hash.get(h)
-            if not queue:
-                first = str(messages[-1].get("content", ""))[:80] if messages else ""
-                raise LLMError(f"replay miss: no unused record with request hash {h} in {self.path} "
-                               f"(call {self.calls}, last message starts {first!r})")
-            rec = queue.pop(0)
-        if self.record is not None:
-            with self.record.open("a") as f:
-                f.write(json.dumps({**rec, "request_hash": h, "messages": messages,
-                                    "answered_from": rec["request_hash"]}, default=str) + "\n")
-        if "error" in rec:
-            if rec["error"]["type"] != "LLMReplyError":
-                raise LLMError(rec["error"]["message"])
-            raise LLMReplyError(rec["error"]["message"], rec["error"].get("problem"), rec.get("reply"))
-        data = parse_json(rec["reply"], json_schema) if json_schema else None
-        return Reply(rec["reply"], data, rec.get("usage", {}), rec.get("model", ""), 0.0,
-                     rec.get("attempts", 1))
 
 
 def main(argv: list[str] | None = None, url: str | None = None) -> None:

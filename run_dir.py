@@ -35,8 +35,9 @@ import skill_library
 from code_actions import ActionSet, CodeStats
 from core import Mode
 from fast_agent import save_attempts
-from llm import LLMClient, LLMError, ReplayClient, configured_endpoint
+from llm import LLMClient, LLMError, configured_endpoint
 from llm_local import start_local_server
+from llm_replay import ReplayClient
 from ppo import PPO, PPOConfig, use_bf16
 from run_state import LoopState, Run
 

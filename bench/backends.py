@@ -11,9 +11,10 @@ feedback and accepted code (iter_k/). Its result file holds the reference's fiel
 the model as asked for and as the server named itself, the calls (failed ones too) and tokens the cell used
 (as the server reported them; characters too, since some servers report none) and the train.py arguments
 that, with the transcript, re-run it. `--llm replay:` re-runs kept cells from their transcripts (answered in
-order: llm.ReplayClient) under bench/out/, and compares each new result with the kept one, all but RUN_FIELDS.
+order: llm_replay.ReplayClient) under bench/out/, and compares each new result with the kept one, all but RUN_FIELDS.
 `rl` (plain PPO) asks no LLM: its cells are the reference's for every backend.
-Read by bench/ablation.py (running) and bench/results_table.py (the tables); reads neither.
+Read by bench/ablation.py (running) and bench/results_table.py (the tables: each backend's rows are made here,
+`backend_lines` and `backend_rows`); reads neither.
 """
 
 from __future__ import annotations
@@ -27,7 +28,10 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.grid import Cell, cell_of, fail, read_result, results_version
+import numpy as np
+
+from bench.grid import Cell, cell_of, fail, is_current, read_result, results_version, shown
+from bench.targets import mean_sd
 from llm import LLMClient, LLMError, configured_endpoint
 
 LLM_DIR = "llm"  # under the results directory: one folder per backend and model
@@ -211,3 +215,74 @@ def backend_of(llm: str, url: str | None, model: str | None) -> Backend | None:
     except LLMError as e:
         fail(str(e))
     return Backend(model, client.url)
+
+
+# ----------------------------------------------------------------------------------------------
+# Their rows in the results page and the README (bench/results_table.py places them).
+
+def kilo(n: float) -> str:
+    return f"{n / 1000:.1f}k" if n >= 1000 else f"{n:.0f}"
+
+
+def cost(rs: list[dict]) -> str:
+    """The LLM calls (failed ones included) and tokens (prompt + completion, the server's counts) of the cells
+    `rs`, a mean per cell when there are several; where the server reported no tokens for every call, the
+    characters sent and received instead, said so."""
+    llm = [r["llm"] for r in rs]
+    calls, failed = np.mean([u["calls"] for u in llm]), sum(u["failed_calls"] for u in llm)
+    text = f"{calls:.3g} calls" + (f" ({failed} failed)" if failed else "")
+    if all(u["calls"] and u["tokens"]["reported"] == u["calls"] for u in llm):
+        return f"{text}, {kilo(np.mean([u['tokens']['prompt'] + u['tokens']['completion'] for u in llm]))} tokens"
+    chars = np.mean([u["chars"]["sent"] + u["chars"]["received"] for u in llm])
+    return f"{text}, tokens not reported by the server ({kilo(chars)} characters)"
+
+
+def backend_lines(backends: dict[str, list[dict]], cells: list[Cell]) -> list[str]:
+    """Per LLM backend with a current result (`backends`: its results by the folder they are kept in): a row per
+    task and mode it ran, success beside the reference's and what each cell cost in calls and tokens."""
+    lines = []
+    for folder, found in backends.items():
+        current = shown(found, cells)
+        if not current:
+            continue
+        llm = next(iter(current.values()))["llm"]
+        served = ", ".join(f"`{m}`" for m in sorted({n for r in current.values() for n in r["llm"]["answered_by"]}))
+        commits = ", ".join(dict.fromkeys(r["commit"][:10] + " (dirty)" * r["dirty"] for r in current.values()))
+        lines += [f"**Model `{llm['model']}`** (`--llm {llm['backend']}`, answered as {served or 'nothing'}): "
+                  f"{len(current)} cells, at commits {commits}; kept with each cell's transcript, plans and code in "
+                  f"`{folder}/`. Success as above; LLM calls (failed ones included) and tokens (prompt + completion, "
+                  "the server's counts) per cell, seed by seed.", "",
+                  "| task | budget | mode | training success | evaluation success | LLM calls and tokens per cell |",
+                  "|---|---|---|---|---|---|"]
+        for task, budget, mode in dict.fromkeys((c.task, c.budget, c.mode) for c in current):
+            rs = [(c, r) for c, r in current.items() if (c.task, c.mode) == (task, mode)]
+            lines.append(f"| {task} | {budget} | {mode} | "
+                         + " | ".join(mean_sd([(r[key]["success"], r[key]["n"]) for _, r in rs]) for key in
+                                      ("train", "eval"))
+                         + " | " + "; ".join(f"s{c.seed}: {cost([r])}" for c, r in rs) + " |")
+        stale = [cell_of(r).name for r in found if not is_current(r)]
+        lines += [""] + (["Stale, not shown: " + ", ".join(stale) + ".", ""] if stale else [])
+    if not lines:
+        return []
+    return ["**With your model** (`python -m bench.ablation --llm http --llm-url URL --llm-model NAME`, per model: "
+            "its cells apart from the reference's; `--llm replay:<its folder>` re-runs them from their transcripts "
+            "without a server). `rl` asks no LLM: its cells are the reference's, above.", "", *lines]
+
+
+def backend_rows(backends: dict[str, list[dict]], cells: list[Cell], modes: list[str]) -> list[str]:
+    """The README table's rows of each LLM backend: per task it ran, each mode's training success (crafter: its
+    score) with the mean calls and tokens of its cells; rl asks no LLM."""
+    rows = []
+    for found in backends.values():
+        current = shown(found, cells)
+        for task, budget in dict.fromkeys((c.task, c.budget) for c in current):
+            measure = "crafter" if task == "crafter" else "train"
+            values = []
+            for m in modes:
+                rs = [r for c, r in current.items() if (c.task, c.mode) == (task, m)]
+                got = mean_sd([(r["crafter"]["score"], r["crafter"]["episodes"]) if measure == "crafter" else
+                               (r["train"]["success"], r["train"]["n"]) for r in rs])
+                values.append("(no LLM)" if m == "rl" else f"{got}; {cost(rs)}" if rs else "—")
+            label = f"{task}{': Crafter score' * (task == 'crafter')}, model `{found[0]['llm']['model']}`"
+            rows.append(f"| {label} | {budget} | " + " | ".join(values) + " |")
+    return rows

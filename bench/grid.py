@@ -161,3 +161,9 @@ def load(results: Path) -> list[dict]:
 
 def cell_of(r: dict) -> Cell:
     return Cell(r["task"], r["mode"], r["seed"], r["budget"])
+
+
+def shown(found: list[dict], cells: list[Cell]) -> dict[Cell, dict]:
+    """The current results of `cells`, in grid order whatever the files' order."""
+    current = {cell_of(r): r for r in found if is_current(r)}
+    return {c: current[c] for c in cells if c in current}

@@ -16,7 +16,7 @@ import numpy as np
 
 import env
 import report
-from bench.backends import LLM_DIR, backend_results
+from bench.backends import LLM_DIR, backend_lines, backend_results, backend_rows
 from bench.grid import (
     MODES,
     RESULTS_VERSION,
@@ -31,6 +31,7 @@ from bench.grid import (
     is_current,
     load,
     results_version,
+    shown,
 )
 from bench.targets import length_text, mean_sd, target_lines
 
@@ -239,61 +240,6 @@ def provenance(found: list[dict], current: dict[Cell, dict]) -> list[str]:
     return lines
 
 
-def shown(found: list[dict], cells: list[Cell]) -> dict[Cell, dict]:
-    """The current results of `cells`, in grid order whatever the files' order."""
-    current = {cell_of(r): r for r in found if is_current(r)}
-    return {c: current[c] for c in cells if c in current}
-
-
-def kilo(n: float) -> str:
-    return f"{n / 1000:.1f}k" if n >= 1000 else f"{n:.0f}"
-
-
-def cost(rs: list[dict]) -> str:
-    """The LLM calls (failed ones included) and tokens (prompt + completion, the server's counts) of the cells
-    `rs`, a mean per cell when there are several; where the server reported no tokens for every call, the
-    characters sent and received instead, said so."""
-    llm = [r["llm"] for r in rs]
-    calls, failed = np.mean([u["calls"] for u in llm]), sum(u["failed_calls"] for u in llm)
-    text = f"{calls:.3g} calls" + (f" ({failed} failed)" if failed else "")
-    if all(u["calls"] and u["tokens"]["reported"] == u["calls"] for u in llm):
-        return f"{text}, {kilo(np.mean([u['tokens']['prompt'] + u['tokens']['completion'] for u in llm]))} tokens"
-    chars = np.mean([u["chars"]["sent"] + u["chars"]["received"] for u in llm])
-    return f"{text}, tokens not reported by the server ({kilo(chars)} characters)"
-
-
-def backend_lines(backends: dict[str, list[dict]], cells: list[Cell]) -> list[str]:
-    """Per LLM backend with a current result (`backends`: its results by the folder they are kept in): a row per
-    task and mode it ran, success beside the reference's and what each cell cost in calls and tokens."""
-    lines = []
-    for folder, found in backends.items():
-        current = shown(found, cells)
-        if not current:
-            continue
-        llm = next(iter(current.values()))["llm"]
-        served = ", ".join(f"`{m}`" for m in sorted({n for r in current.values() for n in r["llm"]["answered_by"]}))
-        commits = ", ".join(dict.fromkeys(r["commit"][:10] + " (dirty)" * r["dirty"] for r in current.values()))
-        lines += [f"**Model `{llm['model']}`** (`--llm {llm['backend']}`, answered as {served or 'nothing'}): "
-                  f"{len(current)} cells, at commits {commits}; kept with each cell's transcript, plans and code in "
-                  f"`{folder}/`. Success as above; LLM calls (failed ones included) and tokens (prompt + completion, "
-                  "the server's counts) per cell, seed by seed.", "",
-                  "| task | budget | mode | training success | evaluation success | LLM calls and tokens per cell |",
-                  "|---|---|---|---|---|---|"]
-        for task, budget, mode in dict.fromkeys((c.task, c.budget, c.mode) for c in current):
-            rs = [(c, r) for c, r in current.items() if (c.task, c.mode) == (task, mode)]
-            lines.append(f"| {task} | {budget} | {mode} | "
-                         + " | ".join(mean_sd([(r[key]["success"], r[key]["n"]) for _, r in rs]) for key in
-                                      ("train", "eval"))
-                         + " | " + "; ".join(f"s{c.seed}: {cost([r])}" for c, r in rs) + " |")
-        stale = [cell_of(r).name for r in found if not is_current(r)]
-        lines += [""] + (["Stale, not shown: " + ", ".join(stale) + ".", ""] if stale else [])
-    if not lines:
-        return []
-    return ["**With your model** (`python -m bench.ablation --llm http --llm-url URL --llm-model NAME`, per model: "
-            "its cells apart from the reference's; `--llm replay:<its folder>` re-runs them from their transcripts "
-            "without a server). `rl` asks no LLM: its cells are the reference's, above.", "", *lines]
-
-
 def section(found: list[dict], cells: list[Cell], slow: list[Cell], md_dir: Path, plot_dir: Path,
             backends: dict[str, list[dict]] | None = None) -> str:
     """The Markdown between the markers: every number from `found` (the result files) and `backends` (each LLM
@@ -329,25 +275,6 @@ def section(found: list[dict], cells: list[Cell], slow: list[Cell], md_dir: Path
     lines += missing_lines(current, slow)
     lines += [""]
     return "\n".join(lines + provenance(found, current) + [MARKERS[1]])
-
-
-def backend_rows(backends: dict[str, list[dict]], cells: list[Cell], modes: list[str]) -> list[str]:
-    """The README table's rows of each LLM backend: per task it ran, each mode's training success (crafter: its
-    score) with the mean calls and tokens of its cells; rl asks no LLM."""
-    rows = []
-    for found in backends.values():
-        current = shown(found, cells)
-        for task, budget in dict.fromkeys((c.task, c.budget) for c in current):
-            measure = "crafter" if task == "crafter" else "train"
-            values = []
-            for m in modes:
-                rs = [r for c, r in current.items() if (c.task, c.mode) == (task, m)]
-                got = mean_sd([(r["crafter"]["score"], r["crafter"]["episodes"]) if measure == "crafter" else
-                               (r["train"]["success"], r["train"]["n"]) for r in rs])
-                values.append("(no LLM)" if m == "rl" else f"{got}; {cost(rs)}" if rs else "—")
-            label = f"{task}{': Crafter score' * (task == 'crafter')}, model `{found[0]['llm']['model']}`"
-            rows.append(f"| {label} | {budget} | " + " | ".join(values) + " |")
-    return rows
 
 
 def headline(found: list[dict], cells: list[Cell], results_page: str,

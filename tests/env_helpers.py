@@ -1,4 +1,5 @@
-"""Helpers the env tests share (tests/test_env.py, tests/test_crafter_api.py): not a test module."""
+"""Helpers the env tests share (tests/test_env.py, tests/test_code_action_masks.py, tests/test_crafter_api.py):
+not a test module."""
 
 from env import CodeAction, make_env
 

@@ -74,7 +74,7 @@ def test_the_running_score_reads_only_new_whole_rows_of_its_iteration(tmp_path):
 
 def test_the_reference_crafter_plan_asks_ppo_to_follow_its_order(tmp_path):
     """train.py with the reference crafter plan (follow_order) turns the teacher on: PPO logs its weight, falling
-    from --teacher-coef to 0 at --teacher-frac of the budget (the env's side: tests/test_env.py)."""
+    from --teacher-coef to 0 at --teacher-frac of the budget (the env's side: tests/test_code_action_masks.py)."""
     shown = io.StringIO()
     with contextlib.redirect_stdout(shown), contextlib.redirect_stderr(shown):
         assert train.main(TINY + ["--task", "crafter", "--mode", "rlgpt", "--iterations", "1", "--total-steps", "1200",

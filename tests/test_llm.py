@@ -18,12 +18,12 @@ from llm import (
     LLMClient,
     LLMError,
     LLMReplyError,
-    ReplayClient,
     _retry_after,
     configured_endpoint,
     parse_json,
     validate_url,
 )
+from llm_replay import ReplayClient
 from tests.fake_llm import (
     FakeLLMServer,
     bad_encoding,
