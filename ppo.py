@@ -76,9 +76,6 @@ class PPOConfig:
     teacher_frac: float = 1.0
     """that weight falls linearly to 0 over this fraction of the run's total_steps (RL alone after that, if < 1);
     on crafter at 1M, 0.25 let the score fall from 52 to 45 once the teacher was gone (docs/results.md)"""
-    teacher_silent: str = ""
-    """under "follow_order": code actions (comma-separated names) the order never names; where it would, PPO alone
-    decides (an ablation: which of the order's decisions RL makes better, docs/results.md)"""
     new_action_prior: float = 0.05
     """probability each newly added (code) action starts with, so PPO tries it at all"""
     precision: str = "auto"
@@ -240,11 +237,6 @@ class PPO:
         env_mask = _env_mask(_call(envs, "action_mask"), dev)  # code actions' initiation conditions, per state
         order, n_base = _call(envs, "follow_order")[0], _call(envs, "n_base")[0]  # the plan's order teaches, if set
         self.teach = None if order is None else torch.as_tensor([n_base + i for i in order], device=dev)
-        names, quiet = [a.name for a in _call(envs, "code_actions")[0] or []], cfg.teacher_silent.split(",")
-        if self.teach is not None and set(quiet) - set(names) - {""}:
-            raise ValueError(f"teacher_silent {sorted(set(quiet) - set(names) - {''})}: no such code action ({names})")
-        self.silent = None if self.teach is None else torch.as_tensor(
-            [n_base + i for i, a in enumerate(names) if a in quiet], device=dev)
         zeros = lambda shape=(), dtype=torch.float32: torch.zeros((T, n_env, *shape), dtype=dtype, device=dev)
         obs = ({k: zeros(s.shape, self.next_obs[k].dtype) for k, s in space.items()}
                if isinstance(space, gym.spaces.Dict) else zeros(space.shape))
@@ -298,7 +290,6 @@ class PPO:
             if self.teach is not None:  # the first code action of the plan's order that may start (-1: none may)
                 may = step_mask[:, self.teach]
                 buf.teacher[t] = torch.where(may.any(1), self.teach[may.int().argmax(1)], -1)
-                buf.teacher[t] = torch.where(torch.isin(buf.teacher[t], self.silent), -1, buf.teacher[t])  # RL's own
             action, logprob, value = agent.act(self.next_obs, step_mask)
             buf.actions[t], buf.logprobs[t], buf.values[t] = action, logprob, value
             act_np = action.cpu().numpy()  # the one wait for the GPU per vector step
