@@ -1,8 +1,8 @@
 """Replay of a run's LLM side from its transcript (llm.LLMClient's JSONL), without a server.
 
 `--llm replay:<transcript>` answers each call with a recorded reply, so a run made against a real model can be
-re-run offline, exactly, while the code around the model changes (../shared/real-model/README.md says how one
-such transcript is used). Recorded errors are raised again, so agents see the same feedback they saw live.
+re-run offline, exactly, while the code around the model changes (docs/llm.md; the ablation grid keeps each LLM
+cell's transcript for this). Recorded errors are raised again, so agents see the same feedback they saw live.
 
     python -m pytest -q tests/test_llm.py -k replay
 """
