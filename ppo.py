@@ -26,7 +26,6 @@ gradients averaged, weights broadcast from rank 0 (distributed.py); without torc
 
 from __future__ import annotations
 
-import math
 import random
 import time
 from collections.abc import Callable
@@ -77,9 +76,6 @@ class PPOConfig:
     teacher_frac: float = 1.0
     """that weight falls linearly to 0 over this fraction of the run's total_steps (RL alone after that, if < 1);
     on crafter at 1M, 0.25 let the score fall from 52 to 45 once the teacher was gone (docs/results.md)"""
-    teacher_floor: float = 0.0
-    """0: the cross-entropy towards the order everywhere it names an action; p in (0, 1): only where the taught
-    action's probability is below p (a hinge on its log-probability), so PPO may move the rest of the mass"""
     new_action_prior: float = 0.05
     """probability each newly added (code) action starts with, so PPO tries it at all"""
     precision: str = "auto"
@@ -375,10 +371,7 @@ class PPO:
                 loss = pg_loss - cfg.ent_coef * entropy_loss + cfg.vf_coef * v_loss
                 if teacher is not None:  # cross-entropy towards the plan's order, where it names an action
                     n_taught = (teacher >= 0).sum().clamp(min=1)  # the log-prob is 0 where none is named
-                    if cfg.teacher_floor > 0:  # only where the taught action is less likely than the floor
-                        teacher_loss = (math.log(cfg.teacher_floor) - teacher_logprob[0]).relu().sum() / n_taught
-                    else:
-                        teacher_loss = -teacher_logprob[0].sum() / n_taught
+                    teacher_loss = -teacher_logprob[0].sum() / n_taught
                     loss = loss + teach * teacher_loss
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
