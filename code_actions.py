@@ -182,13 +182,13 @@ class CodeStats:
 
 def evaluate(agent: Agent, args, action_set: ActionSet, mask: np.ndarray, iteration: int, gamma: float,
              fixed_action: int | None = None, follow_order: list[int] | None = None) -> dict:
-    """Fresh worlds from the evaluation seed stream (training never plays them), the sampled policy (under the
-    training envs' follow_order: a call that refuses at once costs no step there either); returns Crafter rows
-    of the episodes, the frames of the first episode (for the GIF) and of the first failed one (for a vision
-    critic)."""
+    """Fresh worlds from the evaluation seed stream (training never plays them), the sampled policy (or the
+    program `fixed_action`, whose refusals cost a noop as in training), under the training envs' follow_order;
+    returns Crafter rows of the episodes, the frames of the first episode (for the GIF) and of the first failed
+    one (for a vision critic)."""
     options = {"stream": EVAL, "index": iteration} if is_crafter(args.task) else {}
     env = make_env(args.task, args.seed, code_actions=action_set.actions, max_macro_steps=args.max_macro_steps,
-                   gamma=gamma, crafter_impl=args.crafter_impl, **options)
+                   gamma=gamma, crafter_impl=args.crafter_impl, free_refusals=fixed_action is None, **options)
     env.set_follow_order(follow_order)
     env.unwrapped.frames = []
     env.unwrapped.iteration = iteration + 1  # 1-based, as iter_1/ and the log

@@ -235,7 +235,7 @@ def can_start(initiation: dict, inventory: dict[str, int], visible: set[str] | N
     somewhere in view, when "in_view_any" is given at least one of its names in view, and none of the names
     of "not_in_view" in view (`visible`; None for a game whose API has no view, where the plan may not ask
     for it). The policy may choose the action only where this holds: a call that could not start would cost
-    a decision and a step for nothing."""
+    a decision for nothing."""
     if any(inventory.get(item, 0) < n for item, n in initiation.get("inventory", {}).items()):
         return False
     if any(inventory.get(item, 0) >= n for item, n in initiation.get("inventory_below", {}).items()):

@@ -90,12 +90,13 @@ class CodeActionWrapper(gym.Wrapper):
     transition reports `prim_steps` (the env steps it took: the semi-MDP's duration), whether the code
     returned True, the reward its steps earned (`code_reward`, the plain sum) and any error; every failure
     of model code, a source that does not compile included, is a failed code action in info["code_error"],
-    never an exception in the trainer. A code action that takes no step at all is charged one noop, so time
-    always moves on; except under a plan that asks the RL agent to follow its order (`follow_order`), where a
-    call that returns at once without a step costs none and may not start again until a step is taken, and one
-    that returns without True after steps may not start at the next decision, so the first code action of that
-    order that may start is one that has not just failed (PPO's teacher), as a routine goes on to its next
-    behaviour when one fails.
+    never an exception in the trainer. A call that returns without True before taking any step (it refused)
+    costs no step: the next decision is made in the same state, with that code action masked until a step is
+    taken. That needs a chooser that reads the mask; `free_refusals=False` (--mode code's one program, called on
+    every decision whatever the mask says) charges such a call one noop instead, so time always moves on. Under a
+    plan that asks the RL agent to follow its order (`follow_order`), one that returns without True after steps
+    may not start at the next decision either, so the first code action of that order that may start is one that
+    has not just failed (PPO's teacher), as a routine goes on to its next behaviour when one fails.
 
     Its reward is the semi-MDP return sum_i gamma**i * r_i of its `prim_steps` steps (PPO then discounts the
     next value by gamma**prim_steps), so `gamma` must be PPO's; the default 1.0 gives the plain sum. The
@@ -103,13 +104,14 @@ class CodeActionWrapper(gym.Wrapper):
     """
 
     def __init__(self, env: gym.Env, code_actions=(), max_macro_steps: int = 64, time_limit: float = 1.0,
-                 gamma: float = 1.0):
+                 gamma: float = 1.0, free_refusals: bool = True):
         super().__init__(env)
         self.sandbox = Worker()  # checks and compiles each action in the worker
         self.n_base = env.action_space.n
         self.max_macro_steps, self.time_limit, self.gamma = max_macro_steps, time_limit, gamma
+        self.free_refusals = free_refusals  # a call that refuses costs no step (False: one noop)
         self.follow_order: list[int] | None = None  # set_follow_order
-        self._refused: set[int] = set()  # under follow_order: code actions masked for the next decision
+        self._refused: set[int] = set()  # code actions masked for the next decision (refused, or failed in order)
         self._obs = None  # the last observation, what a call that took no step returns
         self.code_actions: list[CodeAction] = []
         self.set_code_actions(code_actions)
@@ -126,22 +128,26 @@ class CodeActionWrapper(gym.Wrapper):
 
     def set_follow_order(self, order: list[int] | None) -> None:
         """The plan's code actions in its order (indices into the code actions), under a plan whose rl_config
-        has "follow_order": PPO teaches the first of them that may start, and a refused call costs no step.
-        None: off (a refused call is charged a noop, as in every other run)."""
+        has "follow_order": PPO teaches the first of them that may start, and a call that failed after steps is
+        masked for the next decision. None: off."""
         self.follow_order, self._refused = (list(order) if order is not None else None), set()
 
     def action_mask(self) -> np.ndarray | None:
         """Which actions may start now (one bool per action, base then code actions): every base action, and each
         code action whose initiation holds in the current state (core.can_start over the backend's
-        initiation_state, read once per step; an action without one, always). None while no code action has
-        an initiation and no follow_order, so runs without them are exactly as before. Under follow_order a
-        call that refused at once is masked until the next env step, one that failed after steps for the next
-        decision."""
-        if not any(a.initiation for a in self.code_actions) and self.follow_order is None:
+        initiation_state, read once per step; an action without one, always), but for one that refused at once
+        (until the next env step) and, under follow_order, one that failed after steps (for the next decision).
+        None where nothing can be masked: no code action, or none with an initiation, refusals charged and no
+        follow_order."""
+        maskable = self.free_refusals or self.follow_order is not None or any(a.initiation for a in self.code_actions)
+        if not self.code_actions or not maskable:
             return None
-        with_view = any(a.initiation.get(k) for a in self.code_actions for k in VIEW_KEYS)
-        state = self.env.unwrapped.initiation_state(with_view)
-        ok = [i not in self._refused and can_start(a.initiation, *state) for i, a in enumerate(self.code_actions)]
+        state = None  # read only where some code action has an initiation
+        if any(a.initiation for a in self.code_actions):
+            with_view = any(a.initiation.get(k) for a in self.code_actions for k in VIEW_KEYS)
+            state = self.env.unwrapped.initiation_state(with_view)
+        ok = [i not in self._refused and (not a.initiation or can_start(a.initiation, *state))
+              for i, a in enumerate(self.code_actions)]
         return np.array([True] * self.n_base + ok, dtype=bool)
 
     def _with_mask(self, info: dict) -> dict:
@@ -178,7 +184,7 @@ class CodeActionWrapper(gym.Wrapper):
         api, result, index = job.api, job.result, self._running
         took = api._steps  # before the noop charge below
         refused = took == 0 and result.returned is not True and not result.error and result.stopped is None
-        if refused and self.follow_order is not None:  # no time passes; it may not start again before a step
+        if refused and self.free_refusals:  # no time passes; it may not start again before a step
             self._refused.add(index)
             obs, terminated, truncated, info = self._obs, False, False, {"success": False}
         else:
@@ -225,15 +231,16 @@ def _stop_reason(stopped: str | None) -> str:
 
 
 def make_env(task: str, seed: int | None = None, *, code_actions=(), max_macro_steps: int = 64,
-             gamma: float = 1.0, crafter_impl: str = "fast", **options) -> gym.Env:
+             gamma: float = 1.0, crafter_impl: str = "fast", free_refusals: bool = True, **options) -> gym.Env:
     """A task env with code actions appended (none by default). `minedojo:<task_id>` uses MineDojo.
-    `gamma` discounts the rewards inside a code action (see CodeActionWrapper); `crafter_impl` (fast |
-    original) picks the Crafter implementation and means nothing to MineDojo."""
+    `gamma` discounts the rewards inside a code action and `free_refusals` (False for a caller that ignores the
+    action mask) says what a call that refuses costs (see CodeActionWrapper); `crafter_impl` (fast | original)
+    picks the Crafter implementation and means nothing to MineDojo."""
     if is_crafter(task):
         env = CrafterEnv(task, seed=seed, crafter_impl=crafter_impl, **options)
     else:  # the `minedojo` package is imported only here: MineDojo needs gym 0.21 and JDK 8, Crafter neither
         env = minedojo_env.MineDojoEnv(task.removeprefix(minedojo_env.PREFIX), seed=seed, **options)
-    return CodeActionWrapper(env, code_actions, max_macro_steps, gamma=gamma)
+    return CodeActionWrapper(env, code_actions, max_macro_steps, gamma=gamma, free_refusals=free_refusals)
 
 
 def make_vec_env(task: str, num_envs: int, *, code_actions=(), async_: bool = False, seed: int = 0,

@@ -119,11 +119,13 @@ def make_llm(args, run_dir: Path):
 def make_train_envs(args, run: Run, cfg: PPOConfig, action_set: ActionSet, episode_numbers: list[int] = ()):
     """The run's one set of training envs, built once, grown in place, never reset by the trainer: this
     rank's share of --num-envs. Crafter tasks append every finished episode to stats.jsonl. On --resume
-    (`episode_numbers` from the checkpoint) each env goes on with its next world, not its first one again."""
+    (`episode_numbers` from the checkpoint) each env goes on with its next world, not its first one again.
+    --mode code's program is called whatever the action mask says, so there a call that refuses costs a noop."""
     options = {} if not env.is_crafter(args.task) else {"stats_path": run.dir / "stats.jsonl",
                                                              "crafter_impl": args.crafter_impl}
     envs = env.make_vec_env(args.task, args.num_envs // run.world, code_actions=action_set.actions, seed=args.seed,
-                            rank=run.rank, max_macro_steps=args.max_macro_steps, gamma=cfg.gamma, **options)
+                            rank=run.rank, max_macro_steps=args.max_macro_steps, gamma=cfg.gamma,
+                            free_refusals=args.mode != Mode.CODE, **options)
     if episode_numbers:
         n, rank = envs.num_envs, run.rank
         envs.set_attr("episode_number", episode_numbers[rank * n:(rank + 1) * n])

@@ -13,8 +13,9 @@ kept or rolled back by the Crafter score on crafter and by efficiency once succe
 `rlgpt`: the reference plans give each code action its initiation (it starts only where it can), the
 critic codes fighting zombies when they kill most failed episodes, and play_crafter naps early (wake_up);
 v5: the critic stops shaping an item that code gathers far beyond the chain's need (the RL agent was paid
-per call instead of finishing). That rule cannot act on collect_wood (nothing shaped) or crafter (no chain),
-whose v4 cells TASK_VERSION keeps current.
+per call instead of finishing); v6 (with `rlgpt-1iter`): a call that returns without True before any step
+costs no step and is masked until a step, under every plan (it was so only under follow_order, so crafter's
+cells, whose plan has it, did not change: TASK_VERSION keeps them current).
 `rl` and `code` runs did not change: v1 (code on crafter: v2, see TASK_VERSION). Each run's commit is
 recorded for audit only.
 
@@ -39,20 +40,20 @@ from pathlib import Path
 from typing import NoReturn
 
 # Per mode: bump a mode's number by hand when what its runs measure changes (see the docstring).
-RESULTS_VERSION = {"rl": 1, "rl+config": 3, "code": 1, "rlgpt": 5, "rlgpt-1iter": 5}
+RESULTS_VERSION = {"rl": 1, "rl+config": 3, "code": 1, "rlgpt": 6, "rlgpt-1iter": 6}
 VERSION_NOTES = {"rl+config": "the critic reads episode ends",
                  "rlgpt": "code actions start only where their initiation holds; zombie deaths code fighting them; "
-                          "play_crafter naps early; shaping stops where code over-gathers",
+                          "play_crafter naps early; shaping stops where code over-gathers; a call that refuses at "
+                          "once costs no step",
                  "rlgpt-1iter": "rlgpt's control"}
 # Per (mode, task): overrides RESULTS_VERSION for one task's cells, for a change that only that task's runs
 # see; e.g. a change to reference/crafter_program.py, run by `--mode code --task crafter` (and, taken apart, by the
 # rlgpt crafter plan's parts) alone, bumps ("code", "crafter") and the crafter cells of "rlgpt" and "rlgpt-1iter"
 # here, not "code" and "rlgpt", whose other cells did not change.
-TASK_VERSION: dict[tuple[str, str], int] = {("code", "crafter"): 2, ("rlgpt", "collect_wood"): 4,
-                                             ("rlgpt", "crafter"): 8, ("rlgpt-1iter", "crafter"): 8}
+TASK_VERSION: dict[tuple[str, str], int] = {("code", "crafter"): 2, ("rlgpt", "crafter"): 8,
+                                             ("rlgpt-1iter", "crafter"): 8}
 TASK_VERSION_NOTES: dict[tuple[str, str], str] = {  # what changed, as the results page says it
     ("code", "crafter"): "reference/crafter_program.py naps early so wake_up is unlocked",
-    ("rlgpt", "collect_wood"): "v5's shaping rule cannot act: nothing is shaped",
     ("rlgpt", "crafter"): "the plan takes the whole-game routine apart: 15 of its behaviours as code actions, each "
                           "with an initiation, RL choosing among them and the base actions, and asks RL to follow "
                           "its order (follow_order: PPO is taught the first part that can act, more weakly as the "

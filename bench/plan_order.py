@@ -6,9 +6,10 @@ the code it was taken apart from?
     python -m bench.plan_order --episodes 1000 --noise 0.01
 
 Both sides play the training worlds of `--seed` (the same world per episode index), from fresh envs, with the
-step counting of training: the routine is called on every decision; the order calls, at each decision, the
-first part whose initiation holds that has not just returned without True (a refusal without a step costs none
-and is masked until a step; a failure after steps is masked for the next decision: follow_order's rules), which
+step counting of training: the routine is called on every decision (a call without a step is charged a noop,
+as in --mode code); the order calls, at each decision, the first part whose initiation holds that has not just
+returned without True (a refusal without a step costs none and is masked until a step, as wherever RL chooses;
+a failure after steps is masked for the next decision: follow_order's rule), which
 is what PPO's teacher names. `--noise p` makes the order pick, with probability p per
 decision, any allowed action instead (base actions included), as a policy that samples off the order would.
 Prints each side's Crafter score (bootstrap standard error, n episodes), mean episode length and how its
@@ -33,7 +34,7 @@ def play(code_actions: list[CodeAction], order: list[int] | None, episodes: int,
          label: str) -> list[dict]:
     """Crafter rows of `episodes` episodes: code action 0 on every decision (order None), else the order's
     first allowed part, or with probability `noise` a uniformly drawn allowed action."""
-    env = make_env("crafter", seed, code_actions=code_actions)
+    env = make_env("crafter", seed, code_actions=code_actions, free_refusals=order is not None)
     env.set_follow_order(order)
     rng, n_base, rows = np.random.default_rng(seed), env.n_base, []
     for _ in tqdm(range(episodes), desc=label, file=sys.stderr):

@@ -76,7 +76,8 @@ def rule_based_critique(plan: Plan, code_actions: list[CodeAction], stats: dict)
                                  "target is visible and return before the step budget is spent.")
                 reasons.append(f"{s.name}: {why} and it is not hand-written: ask the code writer to fix it")
             else:  # code fine, timing is RL's job
-                notes.append(_timing_note(s.name, rate, st, plan.rl_config.get("follow_order") is True))
+                notes.append(_timing_note(s.name, rate, st, stats.get("mode") != Mode.CODE,
+                                          plan.rl_config.get("follow_order") is True))
         elif current != versions[-1]:
             variants[s.name] = versions[versions.index(current) + 1]
             reasons.append(f"{s.name}: {why} as variant {current}; try variant {variants[s.name]}")
@@ -112,17 +113,17 @@ def rule_based_critique(plan: Plan, code_actions: list[CodeAction], stats: dict)
     return Feedback(summary, to_code, to_rl, fixes, variants, rl_config, reasons)
 
 
-def _timing_note(name: str, rate: float, st: dict, follow_order: bool) -> str:
+def _timing_note(name: str, rate: float, st: dict, free: bool, follow_order: bool) -> str:
     """A code action that succeeds rarely without errors: how many of its calls returned at once without a
-    step, and what those cost (nothing under the plan's follow_order, where the order tries it first); the
-    count only where there are some."""
+    step, and what those cost (nothing where the RL agent chooses, `free`: it decides again in the same state;
+    a noop under --mode code); the count only where there are some."""
     n, at_once = st.get("chosen", 0), (st.get("ends") or {}).get("false_at_once", 0)
+    cost = ", at no cost in steps" if free else ", each charged one noop step"
+    why = f"; {at_once} of them returned at once without a step{cost}" if at_once else ""
     if follow_order and at_once:
-        why = f"; {at_once} of them returned at once without a step (free under the plan's follow_order: its " \
-              "order tries this part before the ones after it)"
-    else:  # each call took steps, or refusals cost a step: when to call it is RL's choice
-        why = (f"; {at_once} of them returned at once without a step" if at_once else "") + \
-              " (the RL agent often calls it where it cannot act)"
+        why += ": the plan's follow_order tries this part before the ones after it"
+    elif free:  # when to call it is RL's choice
+        why += " (the RL agent often calls it where it cannot act)"
     return f"{name} returned True in only {num(rate)} of its {n} calls, without errors{why}"
 
 

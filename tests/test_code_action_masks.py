@@ -4,6 +4,7 @@ The rest of env.py: tests/test_env.py."""
 
 import crafter.objects
 import numpy as np
+import pytest
 
 from env import ACTIONS, CodeAction, make_env
 from tests.env_helpers import code, sand_world
@@ -31,9 +32,13 @@ def test_a_code_actions_initiation_masks_it_where_it_cannot_start():
     _, _, _, _, info = env.step(n + 1)  # a code action's step reports the mask too
     assert info["action_mask"].tolist() == [True] * n + [False, True]
     plain = make_env("make_wood_pickaxe", 0, code_actions=[skills.SKILLS["chop_tree"]])
-    assert "action_mask" not in plain.reset(seed=0)[1]  # no initiation anywhere: no mask, as before
-    env.close()
-    plain.close()
+    assert plain.reset(seed=0)[1]["action_mask"].all()  # no initiation: masked only once it refuses
+    charged = make_env("make_wood_pickaxe", 0, code_actions=[skills.SKILLS["chop_tree"]], free_refusals=False)
+    assert "action_mask" not in charged.reset(seed=0)[1]  # --mode code's program: nothing is ever masked
+    base = make_env("make_wood_pickaxe", 0)
+    assert "action_mask" not in base.reset(seed=0)[1]  # no code action: no mask
+    for e in (env, plain, charged, base):
+        e.close()
 
 
 def test_inventory_below_and_in_view_any_mask_a_code_action_on_a_real_world():
@@ -82,20 +87,24 @@ def test_each_call_of_a_code_action_says_how_it_ended():
     assert info["code_end"] == "episode_end"
 
 
-def test_under_follow_order_a_refused_call_costs_no_step_and_is_masked_until_the_next_step():
-    """A plan with "follow_order": a call that returns False before any step takes no time (the same observation,
-    no step in the episode's length) and may not start again until a step is taken; one that errs, or returns
-    True, is charged its noop as always. Without follow_order the refusal is charged one noop."""
+@pytest.mark.parametrize("order", [None, [0, 1, 2]])
+def test_a_refused_call_costs_no_step_and_is_masked_until_the_next_step(order):
+    """Under any plan (follow_order or not): a call that returns False before any step takes no time (the same
+    observation, no step in the episode's length) and may not start again until a step is taken; one that errs,
+    or returns True, is charged its noop as always. With free_refusals=False (--mode code's program, which
+    ignores the mask) the refusal is charged one noop and nothing is masked."""
     actions = [code("refuse", "    return False\n"), code("boom", "    return 1 / 0\n"),
                code("lazy", "    return True\n")]
-    env = make_env("collect_wood", 0, code_actions=actions, max_steps=50)
-    env.reset(seed=0)
-    assert env.action_mask() is None  # no initiation and no order: no mask, as before
-    _, _, _, _, info = env.step(17)
+    charged = make_env("collect_wood", 0, code_actions=actions, max_steps=50, free_refusals=False)
+    charged.reset(seed=0)
+    assert charged.action_mask() is None  # no initiation, no order, refusals charged: no mask
+    _, _, _, _, info = charged.step(17)
     assert info["prim_steps"] == 1 and info["code_end"] == "false_at_once" and "action_mask" not in info
-    env.set_follow_order([0, 1, 2])
+    charged.close()
+    env = make_env("collect_wood", 0, code_actions=actions, max_steps=50)
+    env.set_follow_order(order)
     obs, info = env.reset(seed=0)
-    assert list(info["action_mask"]) == [True] * 20  # under an order the mask is always there
+    assert list(info["action_mask"]) == [True] * 20  # the mask is always there
     before = env.unwrapped.make_api(0).inventory()
     obs2, reward, terminated, truncated, info = env.step(17)
     assert info["prim_steps"] == 0 and info["code_end"] == "false_at_once" and reward == 0.0
@@ -116,6 +125,7 @@ def test_under_follow_order_a_refused_call_costs_no_step_and_is_masked_until_the
         if terminated or truncated:
             break
     assert info["episode"]["l"] == 50 and length == 47
+    env.close()
 
 
 def test_under_follow_order_a_call_that_fails_after_steps_is_masked_for_the_next_decision_only():
@@ -137,8 +147,8 @@ def test_under_follow_order_a_call_that_fails_after_steps_is_masked_for_the_next
     assert list(info["action_mask"][17:]) == [True] * 3
     _, _, _, _, info = env.step(19)
     assert info["code_end"] == "error" and list(info["action_mask"][17:]) == [True] * 3
-    env.set_follow_order(None)  # without an order nothing is masked
+    env.set_follow_order(None)  # without an order a failure after steps is not masked
     env.reset(seed=0)
     _, _, _, _, info = env.step(17)
-    assert info["code_end"] == "false_after_steps" and "action_mask" not in info
+    assert info["code_end"] == "false_after_steps" and info["action_mask"].all()
     env.close()

@@ -206,7 +206,7 @@ def test_the_search_variant_finds_a_tree_out_of_view_where_the_reference_gives_u
                 if world[x + dx, y + dy][0] == "tree":
                     world[x + dx, y + dy] = "grass"
         _, _, _, _, info = env.step(len(ACTIONS))  # the reference
-        assert info["code_ok"] is False and info["prim_steps"] == 1
+        assert info["code_ok"] is False and info["prim_steps"] == 0  # refused: free, no step
         _, _, _, _, info = env.step(len(ACTIONS) + 1)  # the search variant
         wins += bool(info["code_ok"]) and player.achievements["collect_wood"] > 0
     env.close()
@@ -267,20 +267,24 @@ def test_on_crafter_the_rule_based_critic_acts_on_the_achievements_and_the_death
     first = plan.code_subactions[0].name
     tried = {**stats, "code_actions": {first: {**row(400, 0.1), "ends": {"false_at_once": 350}}}}
     assert (f"{first} returned True in only 0.1 of its 400 calls, without errors; 350 of them returned at once "
-            "without a step (free under the plan's follow_order") in rule_based_critique(plan, code, tried).summary
+            "without a step, at no cost in steps: the plan's follow_order tries this part") in \
+        rule_based_critique(plan, code, tried).summary
     stepped = {**stats, "code_actions": {first: {**row(400, 0.1), "ends": {"false_after_steps": 360}}}}
     said = rule_based_critique(plan, code, stepped).summary  # no call returned at once: nothing said to be free
     assert f"{first} returned True in only 0.1 of its 400 calls, without errors (the RL agent" in said
     assert "follow_order" not in said
 
 
-def test_a_code_action_that_rarely_acts_is_counted_where_its_calls_cost_steps():
+def test_a_code_action_that_rarely_acts_is_counted_with_what_its_refusals_cost():
+    """Where the RL agent chooses, a call that returns at once costs no step; --mode code charges it a noop."""
     llm_code = CodeAction("chop_tree", "def chop_tree(api):\n    return api.do()\n")
     rows = {"chop_tree": {**row(200, 0.1), "ends": {"false_at_once": 150}}}
     fb = rule_based_critique(reference("collect_wood"), [llm_code], stats_with(rows))
-    assert ("chop_tree returned True in only 0.1 of its 200 calls, without errors; 150 of them returned at once "
-            "without a step (the RL agent often calls it where it cannot act)") in fb.summary
+    said = "chop_tree returned True in only 0.1 of its 200 calls, without errors; 150 of them returned at once "
+    assert said + "without a step, at no cost in steps (the RL agent often calls it where it cannot act)" in fb.summary
     assert fb.summary.startswith("[hand-written rule-based critic, not an LLM] success rate 0.05 (n=40")
+    code_mode = rule_based_critique(reference("collect_wood"), [llm_code], {**stats_with(rows), "mode": "code"})
+    assert said + "without a step, each charged one noop step." in code_mode.summary
 
 
 def test_when_failed_episodes_die_of_zombies_the_rule_based_critic_codes_fighting_them():
