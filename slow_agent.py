@@ -49,6 +49,7 @@ from prompts.critic import (
     MOVE_TO_CODE,
     NOOP_CHARGED,
     NOOP_FREE,
+    NOOP_ORDER,
     NOT_WRITTEN_LINE,
     NUMBERS_CODE,
     NUMBERS_RL,
@@ -291,7 +292,7 @@ def critic_messages(plan: Plan, code_actions: list[CodeAction], stats: dict, han
         success=success_in_words(task.success),
         reward_extra=REWARD_EXTRA_RL if rl else "", call_ends="; ".join(f'"{w}"' for w in CALL_ENDS.values()),
         frames_note=FRAMES_NOTE.format(n=n_frames) if n_frames else "", moves="\n".join(moves),
-        noop_rule=NOOP_FREE if plan.rl_config.get("follow_order") else NOOP_CHARGED,
+        noop_rule=NOOP_CHARGED if not rl else NOOP_FREE + (NOOP_ORDER if plan.rl_config.get("follow_order") else ""),
         required='"to_code"; "to_rl"; "fixes"' if rl else '"fixes"',
         optional=f"optionally {', '.join(optional)} (each left out keeps what it is); " if optional else "")
     system = CRITIC_SYSTEM if rl else CRITIC_SYSTEM_CODE

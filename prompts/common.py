@@ -12,11 +12,12 @@ is one of the agent's decisions however many environment steps it takes. A call 
 returns, when it has taken {budget} environment steps (the call is stopped and counts as failed: \
 "stopped: step_budget"; api.steps_left() counts down, and every step of every call, go_to's included, \
 draws on it) or when the episode ends (stopped, not a failure). A call succeeds when it returns True or the \
-task is solved during it. A call that takes no step at all is charged one noop step, so failing at once \
-still costs a step and a decision (under a plan with "follow_order", one that returns without True before any \
-step costs the decision only and may not start again until a step is taken, and one that returns without True \
-after taking steps may not start at the very next decision). Nothing is kept from one call to the next: each \
-call starts from the world as it is then."""
+task is solved during it. A call that returns without True before taking any step costs the RL agent's \
+decision but no step: the agent decides again in the same state, and that code action may not start again \
+until a step is taken (where there is no RL agent and one routine is called on every decision, such a call is \
+charged one noop step instead, so that time moves on). Under a plan with "follow_order", one that returns \
+without True after taking steps may not start at the very next decision. Nothing is kept from one call to the next: each call \
+starts from the world as it is then."""
 
 # How one call of a code action ended (env.CodeActionWrapper's info["code_end"], counted per code action by
 # code_actions.CodeStats): key -> the words the critic, the code writer, the summary and the results show.

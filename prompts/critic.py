@@ -113,10 +113,11 @@ REWARD_GAME = "the game's own: +1 for each achievement unlocked the first time i
 
 # {code_actions}: one line per code sub-action of the plan. ORIGIN marks reference/skills.py's hand-written code.
 NOOP_CHARGED = "a call that takes none is charged one noop step"
-NOOP_FREE = ("under this plan's \"follow_order\" a call that returns without True before taking any step costs no "
-             "step (counted as 0: the RL agent decides again in the same state, that code action masked until a "
-             "step is taken; one that returns without True after steps is masked for the next decision), any "
-             "other call that takes none is charged one noop step")
+NOOP_FREE = ("a call that returns without True before taking any step costs no step (counted as 0: the RL agent "
+             "decides again in the same state, that code action masked until a step is taken); any other call that "
+             "takes none (it returned True or raised an error) is charged one noop step")
+NOOP_ORDER = ("; under this plan's \"follow_order\" a call that returns without True after steps is masked for the "
+              "next decision")
 CODE_ACTION_LINE = ("- {name}{origin}: chosen {chosen} times, share {share}, success {success}, {steps} primitive "
                     "steps and reward {reward} per call; calls ended: {ends}; errors: {errors}")
 CODE_ROUTINE_LINE = ("- {name}{origin}: {chosen} calls, success {success}, {steps} primitive steps and reward "

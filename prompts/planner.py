@@ -35,8 +35,8 @@ with items from {items}; "mask_actions": base actions the RL agent never needs f
 "follow_order": true when the "code" sub-actions, in the order you list them, are an order of priorities to \
 start from (most urgent first): while it trains, the RL agent is also taught to call, in each state, the \
 first of them whose initiation holds and that has not just returned without True (one that returns without \
-True before taking any step costs no step and may not start again until a step is taken; one that returns \
-without True after taking steps may not start at the very next decision, so the order goes on down the list); \
+True after taking steps may not start at the very next decision, so the order goes on down the list; one that \
+returns without True before taking any step may not start until a step is taken, as under any plan); \
 the lesson weighs less and less as training goes on, so RL more and more decides where to leave the order \
 (default false: no order is taught).
 A "code" sub-action's spec is all its code writer reads, with the API doc above and an example: it never \
@@ -45,8 +45,8 @@ Its success test must be observable through the API (an inventory count, what vi
 shows), and what it asks must fit in one call's step budget (see "How a code action runs").
 An "initiation" says where a code sub-action can start (the options framework's initiation set): the RL \
 agent may choose it only in states where every condition holds, checked before each of its decisions; \
-without one it may be chosen anywhere. A call that cannot do its job still costs a decision and at least \
-one step (no step under "follow_order"), so give the conditions it certainly needs (e.g. a recipe's \
+without one it may be chosen anywhere. A call that cannot do its job still costs a decision (and the steps \
+it takes before it gives up, if any), so give the conditions it certainly needs (e.g. a recipe's \
 materials held and its station in view; the tool it makes not yet held: "inventory_below" {{the tool: 1}}; a \
 meter below a level; one of several targets in view; a station it places not in view yet), never one that \
 would hide a state where it could succeed. Its items are the inventory items listed under "rl_config" below, \

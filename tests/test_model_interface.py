@@ -20,7 +20,7 @@ from critic import Feedback, apply_feedback
 from env import CrafterAPI, get_task
 from fast_agent import FastAgent
 from llm import LLMClient
-from prompts.critic import NOOP_CHARGED, NOOP_FREE
+from prompts.critic import NOOP_CHARGED, NOOP_FREE, NOOP_ORDER
 from reference import plans, skills
 from slow_agent import SlowAgent, critic_messages
 from tests.fake_llm import FakeLLMServer, text_of
@@ -242,11 +242,15 @@ def test_plan_order_puts_a_rewritten_code_action_in_its_sub_actions_place():
     assert actions.plan_order(plan) == [3, 2]
 
 
-def test_the_critic_is_told_what_a_call_that_takes_no_step_costs_under_the_plan_it_reads():
-    """Under follow_order a call that returns at once costs no step: the critic's definition of "primitive steps
-    per call" says so for such a plan, and the usual noop charge for any other."""
+def test_the_critic_is_told_what_a_call_that_takes_no_step_costs_under_the_run_it_reads():
+    """Where the RL agent chooses, a call that returns at once costs no step under every plan (and under
+    follow_order one that fails after steps is masked for a decision): the critic's definition of "primitive steps
+    per call" says so; under --mode code, where a routine is called on every decision, the noop charge."""
     plan = Plan.from_dict(plans.reference_plan("crafter"), get_task("crafter"))
-    assert NOOP_FREE in critic_messages(plan, [], {"iteration": 1}, hand_written=False)[-1]["content"]
+    text = critic_messages(plan, [], {"iteration": 1}, hand_written=False)[-1]["content"]
+    assert NOOP_FREE + NOOP_ORDER in text
     plan.rl_config.pop("follow_order")
     text = critic_messages(plan, [], {"iteration": 1}, hand_written=False)[-1]["content"]
+    assert NOOP_FREE in text and NOOP_ORDER not in text and NOOP_CHARGED not in text
+    text = critic_messages(plan, [], {"iteration": 1, "mode": "code"}, hand_written=False)[-1]["content"]
     assert NOOP_CHARGED in text and NOOP_FREE not in text

@@ -249,6 +249,23 @@ def test_runs_of_other_seeds_and_evaluation_play_other_worlds(seed_runs):
     assert [r["seed"] for r in episode_rows(seed_runs / "s2")] == train_seeds["s2"]
 
 
+@pytest.mark.parametrize("mode", ["rlgpt", "code"])
+def test_a_refusal_is_free_where_rl_chooses_and_charged_under_mode_code(mode, tmp_path):
+    """The training envs of an RL mode make a call that returns at once free (PPO reads the mask, so it decides
+    again); --mode code's program is called on every decision whatever the mask says, so there it costs a noop,
+    else a program that refuses would never move time on."""
+    args = train.Args(task="collect_wood", num_envs=2, mode=cli.Mode(mode))
+    run = Run(args, tmp_path)
+    action_set = ActionSet()
+    action_set.add("refuse", CodeAction("refuse", "def refuse(api):\n    return False\n"))
+    run.envs = make_train_envs(args, run, PPOConfig(), action_set)
+    run.envs.reset(seed=0)
+    _, _, _, _, infos = run.envs.step([17, 17])
+    assert list(infos["prim_steps"]) == ([0, 0] if mode == "rlgpt" else [1, 1])
+    assert ("action_mask" in infos) == (mode == "rlgpt")
+    run.envs.close()
+
+
 def test_a_rewritten_code_action_starts_from_its_old_logit_row(tmp_path):
     action_set = ActionSet()
     v1 = action_set.add("chop_tree", CHOP_TREE)
