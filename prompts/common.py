@@ -16,8 +16,8 @@ task is solved during it. A call that returns without True before taking any ste
 decision but no step: the agent decides again in the same state, and that code action may not start again \
 until a step is taken (where there is no RL agent and one routine is called on every decision, such a call is \
 charged one noop step instead, so that time moves on). Under a plan with "follow_order", one that returns \
-without True after taking steps may not start at the very next decision. Nothing is kept from one call to the next: each call \
-starts from the world as it is then."""
+without True after taking steps may not start at the very next decision. Nothing is kept from one call to \
+the next: each call starts from the world as it is then."""
 
 # How one call of a code action ended (env.CodeActionWrapper's info["code_end"], counted per code action by
 # code_actions.CodeStats): key -> the words the critic, the code writer, the summary and the results show.
