@@ -139,11 +139,11 @@ class CodeActionWrapper(gym.Wrapper):
         (until the next env step) and, under follow_order, one that failed after steps (for the next decision).
         None where nothing can be masked: no code action, or none with an initiation, refusals charged and no
         follow_order."""
-        maskable = self.free_refusals or self.follow_order is not None or any(a.initiation for a in self.code_actions)
-        if not self.code_actions or not maskable:
+        initiated = any(a.initiation for a in self.code_actions)
+        if not self.code_actions or not (self.free_refusals or self.follow_order is not None or initiated):
             return None
         state = None  # read only where some code action has an initiation
-        if any(a.initiation for a in self.code_actions):
+        if initiated:
             with_view = any(a.initiation.get(k) for a in self.code_actions for k in VIEW_KEYS)
             state = self.env.unwrapped.initiation_state(with_view)
         ok = [i not in self._refused and (not a.initiation or can_start(a.initiation, *state))

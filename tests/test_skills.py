@@ -202,7 +202,7 @@ def test_skill_does_its_job_when_target_in_view(env, skill):
 
 def test_skills_give_up_at_once_without_materials(env):
     """Empty inventory and full meters: every skill that needs something returns False without acting
-    (CodeActionWrapper charges an action that takes no step one noop)."""
+    (a refusal: CodeActionWrapper charges it no step where the RL agent chooses)."""
     env.reset(seed=7)
     player = env.unwrapped._crafter._player
     for skill, (_, give, _) in SPECS.items():
