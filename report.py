@@ -57,6 +57,15 @@ def crafter_score(stats_path: Path, budget: int | None = None) -> tuple[float, d
     return score, rates
 
 
+def whole_run_score(run_dir: Path) -> str:
+    """The Crafter score of every training episode the run finished (crafter_score), with their n; a run too
+    short to finish one says so instead of showing a score of nothing."""
+    n = len(read_jsonl(Path(run_dir) / "stats.jsonl"))
+    if not n:
+        return "Crafter score over the training episodes: none has finished yet (n=0)."
+    return f"Crafter score over all training episodes: {crafter_score(Path(run_dir) / 'stats.jsonl')[0]:.1f} (n={n})"
+
+
 def score_text(score: dict | None) -> str:
     """A Crafter score as the log and summary.md show it: '12.3 ± 1.1 (n=45)' (the bootstrap standard error,
     the episodes), '- (n=0)' with none."""
@@ -112,7 +121,8 @@ def plot(curves: dict[str, list[tuple[np.ndarray, np.ndarray]]], path: Path, tit
     if rate:
         ax.set_ylim(-0.02, 1.02)
     ax.set_title("\n".join(textwrap.wrap(title, 64)), fontsize=10)  # long titles wrap instead of running off
-    ax.legend(loc="best")
+    if ax.get_legend_handles_labels()[0]:  # nothing plotted (no episode finished yet): no empty legend
+        ax.legend(loc="best")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -155,10 +165,10 @@ def write_summary(run_dir: Path, history: list[dict], args) -> None:
                   f"reached it). Curriculum stages done: {stages}; now training: {chain['current']}.", ""]
         lines += curriculum.subtask_rows(read_jsonl(run_dir / "stats.jsonl"), chain["subtasks"])
     if no_goal:
+        lines += ["", whole_run_score(run_dir)]
         score, rates = crafter_score(run_dir / "stats.jsonl")
-        lines += ["", f"Crafter score over all training episodes: {score:.1f}", "",
-                  "| achievement | success % |", "|---|---|"]
-        lines += [f"| {a} | {p:.1f} |" for a, p in rates.items()]
+        if rates:
+            lines += ["", "| achievement | success % |", "|---|---|"] + [f"| {a} | {p:.1f} |" for a, p in rates.items()]
     lines += code_action_rows(run_dir)
     lines += ["", f"![{what}]({plotted})", "",
               "Artefacts: `iter_k/plan.json`, `iter_k/skills/*.py`, `iter_k/attempts/` (every code tried), "
@@ -193,8 +203,7 @@ def main(argv: list[str]) -> int:
         return 2
     run_dir = Path(argv[0])
     print((run_dir / "summary.md").read_text() if (run_dir / "summary.md").is_file() else "no summary.md yet")
-    score, rates = crafter_score(run_dir / "stats.jsonl")
-    print(f"Crafter score of the training episodes: {score:.2f}")
+    print(whole_run_score(run_dir))
     return 0
 
 

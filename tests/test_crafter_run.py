@@ -1,9 +1,11 @@
 """train.py end to end on `crafter`, the task with no single goal: what the user is shown (the Crafter score where
 success would always read 0) and what the critic reads (iter_k/stats.json), checked against the run's own logs."""
 
+import argparse
 import contextlib
 import io
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -48,6 +50,23 @@ def test_the_bar_the_log_line_and_the_summary_show_the_crafter_score_with_its_n(
         # the bar's last state: the score of every training episode that finished in the iteration, and their n
         unlocked = np.mean([[r[f"achievement_{a}"] > 0 for a in ACHIEVEMENTS] for r in trained], axis=0)
         assert f"score={float(EV.score_of(unlocked)):.1f} (n={len(trained)})]" in shown
+    every = report.read_jsonl(d / "stats.jsonl")  # the whole run's line: its score and the n it is computed over
+    whole = float(EV.score_of(np.mean([[r[f"achievement_{a}"] > 0 for a in ACHIEVEMENTS] for r in every], axis=0)))
+    assert f"Crafter score over all training episodes: {whole:.1f} (n={len(every)})" in summary
+
+
+def test_a_crafter_run_with_no_finished_episode_says_so_instead_of_a_score_of_nothing(tmp_path):
+    """Too short for an episode to end: the summary says n=0 (no 'nan', no empty achievement table), and the
+    plot of nothing draws no empty legend (a warning the user would see)."""
+    args = argparse.Namespace(task="crafter", mode="code", seed=1)
+    history = [{"iteration": 1, "env_steps": 40, "train_success": None, "eval_success": 0.0, "eval_length": 200.0,
+                "code_actions": ["solve_task"], "llm_calls": 0, "score": None, "eval_score": None}]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        report.write_summary(tmp_path, history, args)
+    summary = (tmp_path / "summary.md").read_text()
+    assert "Crafter score over the training episodes: none has finished yet (n=0)." in summary
+    assert "nan" not in summary and "| achievement |" not in summary
 
 
 def test_stats_json_holds_the_evaluation_episodes_own_mean_length(crafter_run):
