@@ -133,10 +133,10 @@ def agents_phase(args: Args, run: Run, slow: SlowAgent, fast: FastAgent, action_
     (it_dir / "skills").mkdir(parents=True, exist_ok=True)
     feedback = Feedback.from_dict(state.feedback) if state.feedback else None
     before = {"plan": state.plan, "active": dict(action_set.active)}  # a change the critic made is measured
+    previous = Plan.from_dict(state.plan) if state.plan else None
     if args.mode == Mode.CODE:
         plan = Plan(args.task, [], [whole_task_subaction(args.task, args.max_macro_steps)])  # no shaping, no mask
     else:
-        previous = Plan.from_dict(state.plan) if state.plan else None
         if run.skill_library is not None:  # read again every iteration: other runs may have added skills
             slow.catalogue = run.skill_library.catalogue(args.task, hand_written=slow.hand_written)
         try:
@@ -155,12 +155,14 @@ def agents_phase(args: Args, run: Run, slow: SlowAgent, fast: FastAgent, action_
     subs = [] if args.mode == Mode.RL_CONFIG else plan.code_subactions  # rl+config: the plan's RL config only
     state.plan = plan.to_dict()
     (it_dir / "plan.json").write_text(json.dumps(state.plan, indent=2))
+    was = {s.name: s.initiation for s in previous.subactions} if previous else {}  # the last plan's initiations
     for sub in subs:
         fix = feedback.fixes.get(sub.name) if feedback else None
         variant = feedback.variants.get(sub.name) if feedback else None
         if sub.name in action_set.active and not fix and not variant:  # accepted, and the critic is happy with it
-            action_set.add(sub.name, action_set.current(sub.name), sub.initiation)  # (a new initiation: a new version)
-            continue
+            if (sub.initiation or {}) != (was.get(sub.name) or {}):  # the plan gave it a new initiation: a new version
+                action_set.add(sub.name, action_set.current(sub.name), sub.initiation)
+            continue  # else it stays as it is (a variant keeps its own initiation)
         if args.mode == Mode.CODE and run.llm is None:  # (every branch sets `action`)
             programs = whole_task if env.is_crafter(args.task) else minedojo_skills
             action = programs.whole_task_program(args.task, args.max_macro_steps)
@@ -296,9 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     if rank == 0 and args.mode == Mode.RLGPT:
         run.skill_library = run_dir.open_skill_library(args, api.__name__, doc)
     ppo = PPO(agent, cfg, device=device, total_steps=args.total_steps)
-    action_set = ActionSet()
-    state = LoopState()
-    episode_numbers = []
+    action_set, state, episode_numbers = ActionSet(), LoopState(), []  # or the checkpoint's:
     if args.resume and (run.dir / "checkpoint.pt").is_file():
         action_set, state, episode_numbers = run_dir.resume(run, ppo)
     run.envs, run.envs_started = run_dir.make_train_envs(args, run, cfg, action_set, episode_numbers), False

@@ -11,9 +11,10 @@ import torch
 
 import critic
 import env
+import slow_agent
 import train
 from core import CodeAction
-from reference import plans, skills
+from reference import critic_rules, plans, skills
 from tests.fake_llm import FakeLLMServer
 
 SMALL = ["--num-envs", "4", "--num-steps", "64", "--eval-episodes", "2", "--no-capture-video", "--skills", "none",
@@ -41,6 +42,29 @@ def test_a_failing_first_skill_is_replaced_by_a_variant_for_a_logged_reason(tmp_
     assert "critic decided: chop_tree:" in capsys.readouterr().out
     assert not (d / "iter_2" / "skills" / "chop_tree.py").exists()  # v1 stays; v2 is the variant
     assert (d / "iter_2" / "skills" / "chop_tree_v2.py").read_text() == skills.variants("chop_tree")["search"].source
+
+
+def test_a_variant_keeps_its_own_initiation_when_the_next_critique_changes_nothing(tmp_path, monkeypatch):
+    """The critic swaps chop_tree for its search variant (which needs no tree in view: it searches), then decides
+    nothing: the third iteration trains that same code action. The plan's initiation for chop_tree is the old
+    one, and putting it back on the variant would be a change nobody decided, measured (and rolled back) as one."""
+    monkeypatch.setitem(skills.SKILLS, "chop_tree", WEAK_CHOP)
+    critiques = []
+
+    def critique_once(plan, code_actions, stats):  # the rules at iteration 1, no decision after it
+        critiques.append(plan)
+        return critic_rules.rule_based_critique(plan, code_actions, stats) if len(critiques) == 1 else \
+            critic.Feedback("nothing stood out", [], [], {})
+
+    monkeypatch.setattr(slow_agent, "rule_based_critique", critique_once)
+    assert train.main(SMALL + ["--task", "collect_wood", "--llm", "reference", "--iterations", "3",
+                               "--total-steps", "4500", "--runs-dir", str(tmp_path)]) == 0
+    d = run_dir(tmp_path)
+    assert json.loads((d / "iter_1" / "feedback.json").read_text())["variants"] == {"chop_tree": "search"}
+    used = [set(json.loads((d / f"iter_{k}" / "stats.json").read_text())["code_actions"]) for k in (2, 3)]
+    assert "chop_tree_v2" in used[0] and "chop_tree_v2" in used[1] and "chop_tree_v3" not in used[1]
+    history = torch.load(d / "checkpoint.pt", weights_only=False)["extra"]["history"]
+    assert history[2].get("change") is None  # iteration 3 measured no change: there was none
 
 
 def script(request: dict) -> str:
