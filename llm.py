@@ -42,8 +42,18 @@ from replies import find_json
 RETRYABLE_STATUS = {408, 409, 429}  # plus every 5xx
 FORMAT_REJECTED = {400, 422, 500, 501}  # how servers refuse a response_format they cannot do
 FORMATS = ("json_schema", "json_object", "prompt")  # structured-output modes, best first
+# How servers say a request is longer than the model's context (llama.cpp: "exceeds the available context size",
+# vLLM and OpenAI: "maximum context length", OpenAI's code "context_length_exceeded"): a 400 that is not about
+# the response_format, so falling back to another format would only hide it.
+CONTEXT_FULL = ("context size", "context length", "context_length", "context_size", "context window")
 MAX_BACKOFF_S = 30.0  # cap of one exponential-backoff wait
 MAX_RETRY_AFTER_S = 120.0  # a server asking for longer than this is treated as down
+
+
+def too_long(body) -> bool:
+    """An error body saying the request does not fit the model's context (CONTEXT_FULL)."""
+    text = (body if isinstance(body, str) else json.dumps(body)).lower()
+    return any(words in text for words in CONTEXT_FULL)
 
 
 class LLMError(Exception):
@@ -185,7 +195,7 @@ class LLMClient:
                 payload = self._payload(messages, images, json_schema, fmt, temperature, max_tokens)
                 status, body, n = self._post(payload)
                 attempts += n
-                if fmt in ("json_schema", "json_object") and status in FORMAT_REJECTED:
+                if fmt in ("json_schema", "json_object") and status in FORMAT_REJECTED and not too_long(body):
                     nxt = FORMATS[FORMATS.index(fmt) + 1]  # next best; a fluke 500 costs only the format
                     self.log(f"LLM: {self.url} refused response_format {fmt} (HTTP {status}); "
                              f"asking with {nxt if nxt != 'prompt' else 'the schema in the prompt'} instead")
@@ -296,6 +306,9 @@ class LLMClient:
                 403: "check OPENAI_API_KEY has access to this model",
                 404: f"check the URL is the /v1 base (got {self.url}) and the model name ({self.model!r})",
                 }.get(status, f"check the model name ({self.model!r}) and the request parameters")
+        if too_long(body):
+            hint = ("the request is longer than the model's context: serve it with a longer one (llama.cpp's "
+                    "--ctx-size, vLLM's --max-model-len) or use a model with a longer context")
         text = body if isinstance(body, str) else json.dumps(body)
         return (f"HTTP {status} from {self.url}/chat/completions: {hint}. "
                 f"Server said: {self._scrub(text[:300])}")

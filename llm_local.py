@@ -43,11 +43,13 @@ def smollm2_path() -> str | None:
     return str(ggufs[0]) if ggufs else None
 
 
-def start_local_server(model_path: str | None = None, n_ctx: int = 4096, threads: int | None = None,
+def start_local_server(model_path: str | None = None, n_ctx: int = 0, threads: int | None = None,
                        verbose: bool = False) -> LocalServer:
     """Start llama.cpp's server on 127.0.0.1 (OS-assigned port) with a GGUF, SmolLM2-135M by default.
 
-    SmolLM2-135M is far too small to plan well: it proves the client against a server no one here wrote."""
+    SmolLM2-135M is far too small to plan well: it proves the client against a server no one here wrote.
+    `n_ctx` 0 is the model's own training context (8192 tokens for SmolLM2): the planner's prompt, a rejected
+    reply and its errors together run past 4096 tokens, which llama.cpp refuses with HTTP 400."""
     try:
         import xllamacpp
     except ImportError as e:

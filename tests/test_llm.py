@@ -407,6 +407,24 @@ def test_retries_and_a_refused_format_each_leave_one_log_line():
     assert "refused response_format json_schema" in log[2] and "json_object" in log[2]
 
 
+LLAMACPP_FULL = ('{"error":{"code":400,"message":"request (5028 tokens) exceeds the available context size (4096 '
+                 'tokens), try increasing it","type":"exceed_context_size_error"}}')
+VLLM_FULL = ('{"object":"error","message":"This model\'s maximum context length is 4096 tokens. However, you '
+             'requested 5028 tokens.","type":"BadRequestError","code":400}')
+
+
+@pytest.mark.parametrize("body", [LLAMACPP_FULL, VLLM_FULL])
+def test_a_request_longer_than_the_context_is_named_not_taken_for_a_refused_format(body):
+    """llama.cpp and vLLM answer 400 to a prompt past the model's context: asking again in another response_format
+    would send the same prompt (and log a format refusal that never happened); the error says what to change."""
+    log = []
+    with FakeLLMServer([http_error(400, body)] * 3) as srv, pytest.raises(LLMError) as e:
+        LLMClient(srv.url, sleep=lambda s: None, log=log.append).chat(USER, json_schema=SCHEMA)
+    assert len(srv.requests) == 1 and log == []
+    assert "longer than the model's context" in str(e.value) and "--ctx-size" in str(e.value)
+    assert "5028 tokens" in str(e.value)  # and the server's own words
+
+
 SLOPPY = """Here is the plan:
 ```json
 {
