@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
+import importlib.util
 import inspect
 import json
 import os
@@ -109,6 +110,15 @@ def resumed_args(args, cfg: ppo.PPOConfig, argv: list[str] | None,
     return Args(**{**saved["args"], **changed, "resume": args.resume}), ppo.PPOConfig(**saved["ppo"])
 
 
+# PPOConfig's settings and the values each may take (target_kl may also be None: no early stop)
+RANGES = {"positive": lambda v: v > 0, "0 or more": lambda v: v >= 0, "in (0, 1]": lambda v: 0 < v <= 1,
+          "in [0, 1]": lambda v: 0 <= v <= 1, "a probability in (0, 1)": lambda v: 0 < v < 1}
+PPO_RANGES = {"num_steps": "positive", "num_minibatches": "positive", "update_epochs": "positive",
+              "learning_rate": "positive", "gamma": "in (0, 1]", "gae_lambda": "in [0, 1]", "clip_coef": "positive",
+              "ent_coef": "0 or more", "vf_coef": "positive", "max_grad_norm": "positive", "target_kl": "positive",
+              "teacher_coef": "0 or more", "teacher_frac": "0 or more", "new_action_prior": "a probability in (0, 1)"}
+
+
 def validate(args, cfg: ppo.PPOConfig, parser: argparse.ArgumentParser) -> None:
     """Bad input ends here with exit code 2 and a sentence, never with a traceback later."""
     if args.llm == "library":  # the old spelling of --llm reference, as given or in a saved run's config.json
@@ -132,6 +142,14 @@ def validate(args, cfg: ppo.PPOConfig, parser: argparse.ArgumentParser) -> None:
     for name in ("iterations", "total_steps", "num_envs", "max_macro_steps", "checkpoint_every", "threads"):
         if getattr(args, name) <= 0:
             parser.error(f"--{name.replace('_', '-')} must be positive, not {getattr(args, name)}")
+    for name, allowed in PPO_RANGES.items():  # PPO's own settings: a sentence here, not a traceback mid-run
+        if (value := getattr(cfg, name)) is not None and not RANGES[allowed](value):
+            parser.error(f"--{name.replace('_', '-')} must be {allowed}, not {value}")
+    if args.eval_episodes < 0:
+        parser.error(f"--eval-episodes must be 0 (no evaluation) or more, not {args.eval_episodes}")
+    if args.track and importlib.util.find_spec("wandb") is None:
+        parser.error("--track logs to Weights & Biases, which is not installed: `pip install wandb`, or leave "
+                     "--track out (TensorBoard events are written either way)")
     if args.seed < 0:
         parser.error(f"--seed must be 0 or more, not {args.seed}")
     if args.num_envs % int(os.environ.get("WORLD_SIZE", 1)):

@@ -139,11 +139,14 @@ class Agent(nn.Module):
         `obs` (or, without obs, where the last layer's input is 0) each has probability ~= `prior`.
         The logsumexp runs over the old actions `mask` allows ((n_old,) or (B, n_old) bool) only: masked
         actions carry no probability, and counting their logits would give the new action less than
-        `prior`. The parameters are resized in place, so an optimizer keeps referencing them; PPO pads
-        its Adam moments on the next train() call."""
+        `prior`. So many fresh rows that n p would leave the old actions together less than one new action's
+        share (a plan of 15 code actions with prior 0.1) start with 1 / (n + 1) each instead: never more than
+        the old actions keep between them. The parameters are resized in place, so an optimizer keeps
+        referencing them; PPO pads its Adam moments on the next train() call."""
         copy_from = list(copy_from) if copy_from is not None else [None] * n_new
         fresh = sum(c is None for c in copy_from)
-        assert n_new >= 0 and len(copy_from) == n_new and 0 <= fresh * prior < 1, "need 0 <= fresh * prior < 1"
+        assert n_new >= 0 and len(copy_from) == n_new and 0 < prior < 1, "need n_new >= 0 and 0 < prior < 1"
+        prior = min(prior, 1 / (fresh + 1))
         head = self.actor[-1]
         old_logits = self.actor(self.features(obs)) if obs is not None else head.bias[None]
         if mask is not None:

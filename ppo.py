@@ -77,7 +77,7 @@ class PPOConfig:
     """that weight falls linearly to 0 over this fraction of the run's total_steps (RL alone after that, if < 1);
     on crafter at 1M, 0.25 let the score fall from 52 to 45 once the teacher was gone (docs/results.md)"""
     new_action_prior: float = 0.05
-    """probability each newly added (code) action starts with, so PPO tries it at all"""
+    """probability each newly added (code) action starts with, so PPO tries it at all (n at once: at most 1/(n+1))"""
     precision: str = "auto"
     """fp32 | bf16 | auto: the update's CNN in bfloat16 (torch.autocast) on CPUs with bf16 units, where it
     measured ~1.5x faster and learned the same (docs/measurements.md); fp32 elsewhere. Acting and the heads stay fp32"""

@@ -66,6 +66,11 @@ def whole_run_score(run_dir: Path) -> str:
     return f"Crafter score over all training episodes: {crafter_score(Path(run_dir) / 'stats.jsonl')[0]:.1f} (n={n})"
 
 
+def rate_text(rate: float | None, n: int) -> str:
+    """A success rate with its n, as the log and summary.md show it: '0.88 (n=8)', '- (n=0)' with no episode."""
+    return f"- (n={n})" if rate is None or not n or np.isnan(rate) else f"{rate:.2f} (n={n})"
+
+
 def score_text(score: dict | None) -> str:
     """A Crafter score as the log and summary.md show it: '12.3 ± 1.1 (n=45)' (the bootstrap standard error,
     the episodes), '- (n=0)' with none."""
@@ -148,12 +153,13 @@ def write_summary(run_dir: Path, history: list[dict], args) -> None:
     for h in history:
         train = "-" if h["train_success"] is None else f"{h['train_success']:.2f}"
         train += f" (n={h['train_episodes']})" if "train_episodes" in h else ""
-        evaluated = f"{h['eval_success']:.2f}"
+        evaluated = rate_text(h["eval_success"], args.eval_episodes)  # every evaluation plays --eval-episodes
         if no_goal:  # the Crafter score, its bootstrap standard error and n (evidence.crafter_score)
             train, evaluated = score_text(h.get("score")), score_text(h.get("eval_score"))
         code = ", ".join(n + (" (hand-written)" if n in h.get("hand_written", []) else "") for n in h["code_actions"])
         lines.append(f"| {h['iteration']} | {h['env_steps']} | {train} | {evaluated} "
-                     f"| {h['eval_length']:.0f} | {code or '-'} | {h['llm_calls']} |")
+                     f"| {'-' if np.isnan(h['eval_length']) else round(h['eval_length'])} | {code or '-'} "
+                     f"| {h['llm_calls']} |")
     if history:
         reused = ", ".join(dict.fromkeys(history[-1].get("reused", []))) or "none"
         lines += ["", f"LLM calls made by this run: {history[-1]['llm_calls']} (plans, code and critiques; HTTP "

@@ -367,9 +367,9 @@ def record_iteration(run: Run, state: LoopState, critic_stats: dict, ev: dict, s
         "score": evidence.score_row(score), "eval_score": eval_score, "llm_calls": llm_calls(run),
         "reused": state.reused, "n_actions": n_actions, "curriculum": _curriculum_row(state.curriculum),
         "wall_s": round(time.time() - t0, 1)})
-    shown = "-" if train_success is None else f"{train_success:.2f}"
     train, evaluated = (f"score {report.score_text(score)}", f"score {report.score_text(eval_score)}") if no_goal \
-        else (f"success {shown} (n={n_train})", f"success {ev['success_rate']:.2f} (n={critic_stats['eval_episodes']})")
+        else (f"success {report.rate_text(train_success, n_train)}",
+              f"success {report.rate_text(ev['success_rate'], critic_stats['eval_episodes'])}")
     tqdm.write(f"[iter {iteration}] env steps {step}: train {train}, eval {evaluated}")
 
 

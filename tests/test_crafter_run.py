@@ -58,7 +58,7 @@ def test_the_bar_the_log_line_and_the_summary_show_the_crafter_score_with_its_n(
 def test_a_crafter_run_with_no_finished_episode_says_so_instead_of_a_score_of_nothing(tmp_path):
     """Too short for an episode to end: the summary says n=0 (no 'nan', no empty achievement table), and the
     plot of nothing draws no empty legend (a warning the user would see)."""
-    args = argparse.Namespace(task="crafter", mode="code", seed=1)
+    args = argparse.Namespace(task="crafter", mode="code", seed=1, eval_episodes=1)
     history = [{"iteration": 1, "env_steps": 40, "train_success": None, "eval_success": 0.0, "eval_length": 200.0,
                 "code_actions": ["solve_task"], "llm_calls": 0, "score": None, "eval_score": None}]
     with warnings.catch_warnings():

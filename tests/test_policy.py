@@ -33,6 +33,17 @@ def test_extend_keeps_old_logits_and_sets_prior(space):
     assert 0.03 < p_new.mean().item() < 0.08
 
 
+def test_so_many_new_actions_that_the_prior_cannot_hold_each_start_with_an_equal_share():
+    """16 fresh code actions at prior 0.1 would need 1.6 of the probability: each gets 1/17, as much as the old
+    actions keep between them (it stopped the run with an assertion before); 3 at 0.1 keep 0.1 each."""
+    for n_new, each in [(16, 1 / 17), (3, 0.1)]:
+        agent = Agent(gym.spaces.Box(-1, 1, (3,), np.float32), 6)
+        obs = torch.zeros(4, 3)  # the last layer's input is ~0 far from training: the bias decides
+        agent.extend(n_new, prior=0.1, obs=obs)
+        p = agent.logits(obs).softmax(-1)
+        torch.testing.assert_close(p[:, 6:], torch.full((4, n_new), each), atol=2e-3, rtol=0)
+
+
 def test_extend_prior_counts_only_unmasked_logits_and_copies_a_rewritten_row():
     seed_everything(7)
     agent = Agent(gym.spaces.Box(-1, 1, (3,), np.float32), 6)

@@ -336,6 +336,21 @@ def test_checkpoint_roundtrip_gives_identical_actions_and_losses(tmp_path):
     assert not (tmp_path / "ckpt.pt.tmp").exists()
 
 
+def test_a_checkpoint_with_twenty_code_actions_loads_into_a_fresh_agent(tmp_path):
+    """A run's code actions only grow (a rewrite is a new version, the old one masked): at the default prior
+    0.05, a fresh agent extended by 20 at once asked for all the probability, and --resume stopped there."""
+    cfg, space = PPOConfig(num_steps=16), gym.spaces.Box(-1, 1, (3,), np.float32)
+    a = PPO(Agent(space, 5), cfg, total_steps=2000)
+    for _ in range(4):  # four iterations of five new code actions each
+        a.agent.extend(5)
+    path = tmp_path / "ckpt.pt"
+    save_checkpoint(str(path), a, [{"name": f"skill_{i}"} for i in range(20)])
+    b = PPO(Agent(space, 5), cfg, total_steps=2000)
+    load_checkpoint(str(path), b)
+    obs = torch.rand(4, 3)
+    assert b.agent.n_actions == 25 and torch.equal(b.agent.logits(obs), a.agent.logits(obs))
+
+
 def test_lr_anneals_linearly_over_total_steps():
     envs = toy_envs()
     ppo = PPO(Agent(envs.single_observation_space, 5), PPOConfig(num_steps=8, update_epochs=1, learning_rate=1e-3),

@@ -291,11 +291,20 @@ def test_a_rewritten_code_action_starts_from_its_old_logit_row(tmp_path):
 def test_bad_input_exits_2_with_a_sentence(tmp_path, capsys):
     for argv, words in [(["--task", "colect_wood"], "collect_wood"), (["--mode", "magic"], "--mode"),
                         (["--num-envs", "0"], "positive"), (["--task", "minedojo:harvest_milk"], "MineDojo"),
-                        (["--precision", "fp16"], "--precision"), (["--crafter-impl", "slow"], "--crafter-impl")]:
+                        (["--precision", "fp16"], "--precision"), (["--crafter-impl", "slow"], "--crafter-impl"),
+                        # PPO's settings: each once in a range it may not take (it failed mid-run before)
+                        (["--learning-rate", "-1"], "--learning-rate must be positive, not -1.0"),
+                        (["--update-epochs", "0"], "--update-epochs must be positive"),
+                        (["--gamma", "1.5"], "--gamma must be in (0, 1]"), (["--gae-lambda", "-0.1"], "in [0, 1]"),
+                        (["--ent-coef", "-0.01"], "--ent-coef must be 0 or more"),
+                        (["--target-kl", "0"], "--target-kl must be positive"),
+                        (["--new-action-prior", "1"], "--new-action-prior must be a probability in (0, 1)"),
+                        (["--eval-episodes", "-1"], "--eval-episodes must be 0 (no evaluation) or more")]:
         with pytest.raises(SystemExit) as e:
             train.main(argv + ["--runs-dir", str(tmp_path)])
         assert e.value.code == 2
         assert words in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())  # stopped before anything was written
     rc = train.main(["--llm", "http", "--llm-url", "http://127.0.0.1:9/v1", "--runs-dir", str(tmp_path)])
     assert rc == 2
     assert "127.0.0.1:9" in capsys.readouterr().err
