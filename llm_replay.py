@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from llm import LLMError, LLMReplyError, Reply, parse_json, request_hash
@@ -27,10 +28,12 @@ class ReplayClient:
     recorded one as `answered_from`): the replay's calls and tokens count like the original's, and a call
     that asked something else than the transcript answered shows."""
 
-    def __init__(self, transcript: str | Path, mode: str = "order", record: str | Path | None = None):
+    def __init__(self, transcript: str | Path, mode: str = "order", record: str | Path | None = None,
+                 log: Callable[[str], None] | None = None):
         if mode not in ("order", "hash"):
             raise ValueError(f"mode must be 'order' or 'hash', not {mode!r}")
-        self.path, self.mode, self.calls = Path(transcript), mode, 0
+        self.path, self.mode, self.calls, self.log = Path(transcript), mode, 0, log
+        self.differed = 0  # calls answered in order whose request was not the recorded one
         self.record = Path(record) if record else None
         text = gzip.decompress(self.path.read_bytes()).decode() if self.path.suffix == ".gz" else self.path.read_text()
         self.records = [json.loads(line) for line in text.splitlines() if line.strip()]
@@ -48,6 +51,12 @@ class ReplayClient:
                 raise LLMError(f"replay miss: call {self.calls} but {self.path} holds only "
                                f"{len(self.records)} records")
             rec = self.records[self.calls - 1]
+            if rec["request_hash"] != h and not self.differed and self.log:  # said once: it is often meant
+                self.log(f"replay: call {self.calls} does not ask what the transcript's call {self.calls} asked "
+                         "(an edited prompt, or another task, seed or setting than the recorded run's); it is "
+                         "answered in order anyway, and every such call is marked answered_from in this run's "
+                         "llm_transcript.jsonl")
+            self.differed += rec["request_hash"] != h
         else:
             queue = self._by_hash.get(h)
             if not queue:

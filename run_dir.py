@@ -104,7 +104,7 @@ def make_llm(args, run_dir: Path):
         return None, None, ("reference: hand-written reference skills and plans (no LLM: no prompt is sent, so an "
                             "edit of prompts/ changes nothing in this run)")
     if kind.startswith("replay:"):
-        return ReplayClient(kind[7:], record=transcript), None, f"replay of {kind[7:]}"
+        return ReplayClient(kind[7:], record=transcript, log=tqdm.write), None, f"replay of {kind[7:]}"
     server = None
     if kind == "local":
         server = start_local_server()

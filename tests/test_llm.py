@@ -334,8 +334,11 @@ def test_replay_reads_a_gzipped_transcript_and_records_what_it_answered(tmp_path
     path = record(tmp_path, ["one", "two"], [dict(messages=USER), dict(messages=USER)])
     gz = tmp_path / "t.jsonl.gz"
     gz.write_bytes(gzip.compress(path.read_bytes()))
-    rc = ReplayClient(gz, record=tmp_path / "replayed.jsonl")
-    assert [rc.chat(USER).text, rc.chat([{"role": "user", "content": "edited"}]).text] == ["one", "two"]
+    said = []
+    rc = ReplayClient(gz, record=tmp_path / "replayed.jsonl", log=said.append)
+    assert rc.chat(USER).text == "one" and said == []  # the recorded request: nothing to say
+    assert [rc.chat([{"role": "user", "content": "edited"}]).text] == ["two"]
+    assert len(said) == 1 and "call 2 does not ask what the transcript's call 2 asked" in said[0]  # said once
     old = [json.loads(line) for line in path.read_text().splitlines()]
     new = [json.loads(line) for line in (tmp_path / "replayed.jsonl").read_text().splitlines()]
     assert [r["usage"] for r in new] == [r["usage"] for r in old] and [r["reply"] for r in new] == ["one", "two"]
