@@ -208,6 +208,9 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 2
     run_dir = Path(argv[0])
+    if not (run_dir / "config.json").is_file():
+        print(f"error: {run_dir}: no config.json there (not a run directory?)", file=sys.stderr)
+        return 2
     print((run_dir / "summary.md").read_text() if (run_dir / "summary.md").is_file() else "no summary.md yet")
     print(whole_run_score(run_dir))
     return 0

@@ -67,6 +67,7 @@ def test_a_crafter_run_with_no_finished_episode_says_so_instead_of_a_score_of_no
     summary = (tmp_path / "summary.md").read_text()
     assert "Crafter score over the training episodes: none has finished yet (n=0)." in summary
     assert "nan" not in summary and "| achievement |" not in summary
+    assert report.main([str(tmp_path / "nowhere")]) == 2  # python report.py <not a run directory>: a sentence
 
 
 def test_stats_json_holds_the_evaluation_episodes_own_mean_length(crafter_run):
