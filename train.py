@@ -239,14 +239,15 @@ def train_iteration(args: Args, run: Run, ppo: PPO, action_set: ActionSet, state
             state.progress = None
         return configure() if moved else None  # the next sub-task's mask, shaping and bonus
 
-    if ppo.global_step >= target or (args.mode == Mode.CODE and program is None):
-        pass  # done already, or no program was accepted: nothing runs, no step counts
-    elif args.mode == Mode.CODE:
-        run_program(run, ppo, program, target - ppo.global_step, stats, tally.bar.update, tally.on_log, on_update)
-    else:
-        ppo.train(envs, target - ppo.global_step, action_mask=mask, on_log=tally.on_log, on_step=on_step,
-                  progress=tally.bar.update, on_update=on_update)
-    tally.bar.close()
+    with tally.bar:  # closed however this ends: an interrupt's message is then the last line shown
+        if ppo.global_step >= target or (args.mode == Mode.CODE and program is None):
+            pass  # done already, or no program was accepted: nothing runs, no step counts
+        elif args.mode == Mode.CODE:
+            run_program(run, ppo, program, target - ppo.global_step, stats, tally.bar.update, tally.on_log,
+                        on_update)
+        else:
+            ppo.train(envs, target - ppo.global_step, action_mask=mask, on_log=tally.on_log, on_step=on_step,
+                      progress=tally.bar.update, on_update=on_update)
     stats.gather()
     if run.rank:  # evaluation, the critic and the run directory are rank 0's
         return
