@@ -97,8 +97,9 @@ def rule_based_critique(plan: Plan, code_actions: list[CodeAction], stats: dict)
             a: round(1 - p, 3) for a, p in stats["score"]["achievements"].items()}}, plans.TECH_TREE
     # no goal: shaping an item pays per unit on a benchmark scored by unlocks (iron, crafter seed 1: worse in
     # results v6 and in the first v7 run, docs/results.md), so the tech tree's stall is not shaped there
-    _act_on_stall(plan, stalls, chain, lists, notes, shape=not stats.get("score"))
-    _act_on_deaths(plan, stats.get("ends") or {}, lists, notes)
+    episodes = "episodes" if stats.get("score") else "failed episodes"  # no goal: every episode is one to learn from
+    _act_on_stall(plan, stalls, chain, lists, notes, episodes, shape=not stats.get("score"))
+    _act_on_deaths(plan, stats.get("ends") or {}, lists, notes, episodes)
     _act_on_over_gathering(lists)
     trend = stats.get("success_trend") or []
     direction = "not measured"
@@ -135,7 +136,8 @@ def _rare_text(score: dict) -> str:
             f"unlocked: {', '.join(never) or 'none'}; rarely (share of episodes): {', '.join(rare) or 'none'}")
 
 
-def _act_on_stall(plan: Plan, stalls: dict, chain, lists: tuple, notes: list[str], shape: bool = True) -> None:
+def _act_on_stall(plan: Plan, stalls: dict, chain, lists: tuple, notes: list[str], episodes: str,
+                  shape: bool = True) -> None:
     """The changes for the step of `chain` the failed episodes stall at (appended to `lists`: active, to_code,
     to_rl, variants, reasons, the new RL config, changed in place, and the over-gathered items). A stall with
     no remedy left is a note."""
@@ -143,11 +145,11 @@ def _act_on_stall(plan: Plan, stalls: dict, chain, lists: tuple, notes: list[str
     stuck = next((a for a in chain if shares.get(a, 0.0) >= STALL_SHARE), None)
     if n < MIN_FAILED_EPISODES or stuck is None:
         return
-    where = f"{num(shares[stuck])} of {n} failed episodes never reached {stuck}"
+    where = f"{num(shares[stuck])} of {n} {episodes} never reached {stuck}"
     _remedy(plan, stuck, where, plans.SHAPING.get(stuck) if shape else None, lists, notes)
 
 
-def _act_on_deaths(plan: Plan, ends: dict, lists: tuple, notes: list[str]) -> None:
+def _act_on_deaths(plan: Plan, ends: dict, lists: tuple, notes: list[str], episodes: str) -> None:
     """The changes for the most common way failed episodes end, when it is a meter running empty or a zombie."""
     n, counts = ends.get("failed_episodes", 0), ends.get("ends", {})
     died = {end: c for end, c in counts.items() if end.startswith("died: ")}
@@ -156,7 +158,7 @@ def _act_on_deaths(plan: Plan, ends: dict, lists: tuple, notes: list[str]) -> No
     end, count = max(died.items(), key=lambda kv: kv[1])
     if count < DEATH_SHARE * n:
         return
-    where, meter = f"{count} of {n} failed episodes ended as {end!r}", next((m for m in METERS if m in end), None)
+    where, meter = f"{count} of {n} {episodes} ended as {end!r}", next((m for m in METERS if m in end), None)
     if end == "died: zombie":  # fighting them off: the plan's fight_zombie sub-action, to code
         _remedy(plan, "defeat_zombie", where, None, lists, notes)
         return
