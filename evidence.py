@@ -166,6 +166,7 @@ def critic_stats(args, num_steps: int, iteration: int, steps: tuple[int, int], t
             "decisions": tally.stats.decisions, "code_actions": tally.stats.summary(),
             "eval_success_rate": ev["success_rate"], "eval_episodes": args.eval_episodes,
             "eval_mean_length": ev["mean_length"], "max_macro_steps": args.max_macro_steps,
+            "eval_score": score_row(crafter_score(ev["rows"])) if no_goal(args.task) else None,
             **iteration_evidence(args.task, tally.stats.episodes, rows)}
 
 

@@ -59,7 +59,9 @@ from prompts.critic import (
     REWARD_EXTRA_RL,
     REWARD_GAME,
     REWARD_TASK,
-    SCORE_NOTE,
+    SCORE,
+    STATS_GAME,
+    STATS_GOAL,
     SUCCESS_CODE,
     SUCCESS_RL,
     UPDATE_CODE,
@@ -274,18 +276,22 @@ def critic_messages(plan: Plan, code_actions: list[CodeAction], stats: dict, han
     optional = [f'"{k}"' for k in ("variants", *(("initiations", "rl_config") if rl else ()))
                 if k != "variants" or offered]
     (update, decision_word) = UPDATE_RL if rl else UPDATE_CODE
+    unlocked = (stats.get("score") or {}).get("achievements") or {}  # no goal: each achievement's unlock share
+    shared = {"lengths": _lengths_text(stats.get("episode_lengths") or {}, bool(task.success)),
+              "ends": _counted(stats.get("ends") or {}, "ends"), "eval_length": num(stats.get("eval_mean_length", 0.0)),
+              "eval_episodes": stats.get("eval_episodes", "?"), "eval_policy": EVAL_RL if rl else EVAL_CODE}
+    statistics = STATS_GOAL.format(
+        success_rate=success_text(stats), update=update, decision_word=decision_word,
+        num_steps=rollout.get("num_steps", "?"), num_envs=rollout.get("num_envs", "?"),
+        trend=", ".join(num(x) for x in stats.get("success_trend", [])) or "not measured",
+        stalls=_stalls_text(stats.get("stalls") or {}), gathered=_gathered_text(stats.get("gathered") or {}),
+        eval_success=num(stats.get("eval_success_rate", 0.0)), **shared) if task.success else STATS_GAME.format(
+        score=_score_text(stats.get("score")), eval_score=_score_text(stats.get("eval_score")), rates=", ".join(
+            f"{a} {num(p)}" for a, p in sorted(unlocked.items(), key=lambda kv: -kv[1])) or "not measured", **shared)
     text = CRITIC_PROMPT.format(
         task=task.name, description=task.description, plan_title=PLAN_TITLE if rl else PLAN_TITLE_CODE,
         plan=_plan_text(plan, rl=rl), iteration=stats.get("iteration", "?"),
-        first_step=steps[0], env_steps=steps[1], n_train=stats.get("success_episodes", "?"),
-        success_rate=success_text(stats), score=_score_text(stats.get("score")), update=update,
-        decision_word=decision_word, num_steps=rollout.get("num_steps", "?"), num_envs=rollout.get("num_envs", "?"),
-        trend=", ".join(num(x) for x in stats.get("success_trend", [])) or "not measured",
-        lengths=_lengths_text(stats.get("episode_lengths") or {}),
-        ends=_counted(stats.get("ends") or {}, "ends"), stalls=_stalls_text(stats.get("stalls") or {}),
-        gathered=_gathered_text(stats.get("gathered") or {}),
-        eval_success=num(stats.get("eval_success_rate", 0.0)), eval_length=num(stats.get("eval_mean_length", 0.0)),
-        eval_episodes=stats.get("eval_episodes", "?"), eval_policy=EVAL_RL if rl else EVAL_CODE,
+        first_step=steps[0], env_steps=steps[1], n_train=stats.get("success_episodes", "?"), statistics=statistics,
         code_title=(CODE_TITLE if rl else CODE_TITLE_CODE).format(decisions=stats.get("decisions", "?")),
         code_actions=_code_action_lines(plan, code_actions, stats), numbers=NUMBERS_RL if rl else NUMBERS_CODE,
         success_rule=SUCCESS_RL if rl else SUCCESS_CODE, reward_rule=REWARD_TASK if task.success else REWARD_GAME,
@@ -301,21 +307,21 @@ def critic_messages(plan: Plan, code_actions: list[CodeAction], stats: dict, han
 
 
 def _score_text(score: dict | None) -> str:
-    """The Crafter score with its standard error, where the task has no goal (otherwise no line at all)."""
+    """A Crafter score (evidence.crafter_score) with its standard error and n; 'not measured' without episodes."""
     if not score:
-        return ""
-    rates = ", ".join(f"{a} {num(p)}" for a, p in sorted(score["achievements"].items(), key=lambda kv: -kv[1]))
-    return SCORE_NOTE.format(score=num(score["score"]), se=num(score["se"]), episodes=score["episodes"], rates=rates)
+        return "not measured (no episode finished)"
+    return SCORE.format(score=num(score["score"]), se=num(score["se"]), episodes=score["episodes"])
 
 
-def _lengths_text(e: dict) -> str:
-    """Episode lengths over all finished episodes and over the successful ones, each with its n."""
+def _lengths_text(e: dict, goal: bool = True) -> str:
+    """Episode lengths over all finished episodes and, for a task with a goal, over the successful ones; each
+    with its n."""
     if not e.get("episodes"):
         return "not measured (no episode finished)"
     won = (f"; the {e['successes']} successful ones: mean {num(e['success_mean_length'])}"
            + (f", standard deviation {num(e['success_length_sd'])}" if e.get("success_length_sd") is not None else "")
            if e.get("successes") else "; none succeeded")
-    return f"mean {num(e['mean_length'])} over all {e['episodes']}{won}"
+    return f"mean {num(e['mean_length'])} over all {e['episodes']}{won if goal else ''}"
 
 
 def _counted(d: dict, key: str) -> str:

@@ -56,7 +56,8 @@ The critic: slow_agent.SlowAgent.critique
     - the task, its description and its success test in words, as the planner's;
     - the trained plan, as slow_agent._plan_text shows it (each initiation in words);
     - the iteration's statistics (evidence.critic_stats, kept in iter_k/stats.json), in critic.py's
-      wording of numbers (num, success_text); SCORE_NOTE on `crafter`; REWARD_TASK or REWARD_GAME;
+      wording of numbers (num, success_text): STATS_GOAL, or STATS_GAME with SCORE on `crafter`;
+      REWARD_TASK or REWARD_GAME;
     - one line per code sub-action (CODE_ACTION_LINE, CODE_ROUTINE_LINE under --mode code, ORIGIN,
       NOT_WRITTEN_LINE, LEFT_TO_RL_LINE), the code serving it found by critic.active_code, with how its calls
       ended (common.CALL_ENDS, call_ends_text);

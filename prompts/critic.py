@@ -27,18 +27,7 @@ Success test (what every success rate counts): {success}.
 Iteration {iteration} ran from env step {first_step} to {env_steps} (every primitive step counts, those \
 a code action takes included). Every number below is over the {n_train} training episodes that finished in \
 this iteration, unless it says "evaluation".
-- training success rate: {success_rate}: the share of those episodes in which the task was done (an \
-episode ends when it is done){score}
-- success per {update}, oldest first, each over the episodes that finished during one rollout of \
-{num_steps} {decision_word} in each of {num_envs} envs: {trend}
-- training episode length (env steps): {lengths}
-- how the failed training episodes ended (episodes each): {ends}
-- where the failed training episodes stalled (share of them that never unlocked each step of the task's \
-chain): {stalls}
-- what the successful training episodes gathered of each item the task needs (units collected or made per \
-successful episode, mean over them, against the units the chain's recipes and the success test need): {gathered}
-- evaluation, apart from training: success {eval_success} and mean length {eval_length} env steps over \
-{eval_episodes} episodes on unseen worlds, {eval_policy}
+{statistics}
 
 {code_title}
 {code_actions}
@@ -101,11 +90,29 @@ for these:
 
 FRAMES_NOTE = "\n{n} frames from failed episodes are attached, in order."
 
-# {score} in CRITIC_PROMPT, for a task with no single goal (`crafter`): evidence.crafter_score's numbers.
-SCORE_NOTE = ("\n- Crafter score: {score}, standard error {se} (bootstrap over the {episodes} episodes). This task "
-              "has no single goal, so its success rate is always 0 and the score measures it: exp(mean over the 22 "
-              "achievements of ln(1 + percentage of episodes that unlocked it)) - 1\n- share of the episodes that "
-              "unlocked each achievement: {rates}")
+# {statistics} in CRITIC_PROMPT, for a task with a success test:
+STATS_GOAL = """- training success rate: {success_rate}: the share of those episodes in which the task was done (an \
+episode ends when it is done)
+- success per {update}, oldest first, each over the episodes that finished during one rollout of \
+{num_steps} {decision_word} in each of {num_envs} envs: {trend}
+- training episode length (env steps): {lengths}
+- how the failed training episodes ended (episodes each): {ends}
+- where the failed training episodes stalled (share of them that never unlocked each step of the task's \
+chain): {stalls}
+- what the successful training episodes gathered of each item the task needs (units collected or made per \
+successful episode, mean over them, against the units the chain's recipes and the success test need): {gathered}
+- evaluation, apart from training: success {eval_success} and mean length {eval_length} env steps over \
+{eval_episodes} episodes on unseen worlds, {eval_policy}"""
+# ... and for a task with no single goal (`crafter`): no episode succeeds, so what counts or reads successes is
+# left out and the Crafter score (evidence.crafter_score) stands where the success rate would.
+STATS_GAME = """- Crafter score: {score}. This task has no single goal, so no episode succeeds and no success \
+rate is shown; the score is exp(mean over the 22 achievements of ln(1 + percentage of episodes that unlocked it)) - 1
+- share of the episodes that unlocked each achievement: {rates}
+- training episode length (env steps): {lengths}
+- how the training episodes ended (episodes each: none ends by success, so each ends in one of these): {ends}
+- evaluation, apart from training: Crafter score {eval_score} and mean length {eval_length} env steps over \
+{eval_episodes} episodes on unseen worlds, {eval_policy}"""
+SCORE = "{score}, standard error {se} (bootstrap over the {episodes} episodes)"
 
 # {reward_rule}: what the task's own reward pays, for a task with a goal and for `crafter`.
 REWARD_TASK = "1 when the task gets done"

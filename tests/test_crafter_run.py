@@ -77,6 +77,8 @@ def test_stats_json_holds_the_evaluation_episodes_own_mean_length(crafter_run):
         stats = json.loads((d / f"iter_{iteration}" / "stats.json").read_text())
         assert stats["eval_episodes"] == len(lengths) == 2
         assert stats["eval_mean_length"] == pytest.approx(np.mean(lengths))
+        evaluated = rows_of(d / "eval.jsonl", iteration)  # and their score, which the critic reads on crafter
+        assert stats["eval_score"] == EV.score_row(EV.crafter_score(evaluated)) and stats["eval_score"]["episodes"] == 2
 
 
 def test_the_running_score_reads_only_new_whole_rows_of_its_iteration(tmp_path):

@@ -254,3 +254,26 @@ def test_the_critic_is_told_what_a_call_that_takes_no_step_costs_under_the_run_i
     assert NOOP_FREE in text and NOOP_ORDER not in text and NOOP_CHARGED not in text
     text = critic_messages(plan, [], {"iteration": 1, "mode": "code"}, hand_written=False)[-1]["content"]
     assert NOOP_CHARGED in text and NOOP_FREE not in text
+
+
+def test_on_crafter_the_critic_reads_the_score_and_no_number_that_counts_successes():
+    """`crafter` has no goal: no episode succeeds, so success rates, per-update successes, "failed" episodes and
+    what "successful" ones gathered would be zeros and contradictions to a model; it reads the training and the
+    evaluation score, each with its standard error and n, instead. A task with a goal keeps those numbers."""
+    ends = {"failed_episodes": 27, "ends": {"died: zombie": 18, "died: arrow": 9}}
+    stats = {"iteration": 1, "success_rate": 0.0, "success_episodes": 27, "success_trend": [0.0, 0.0], "ends": ends,
+             "episode_lengths": {"episodes": 27, "mean_length": 266.9, "successes": 0},
+             "score": {"score": 35.84, "se": 5.18, "episodes": 27,
+                       "achievements": {"collect_wood": 1.0, "eat_plant": 0.0}},
+             "eval_score": {"score": 51.3, "se": 4.5, "episodes": 8}, "eval_episodes": 8, "eval_mean_length": 309.6}
+    on = {task: critic_messages(Plan.from_dict(plans.reference_plan(task), get_task(task)), [],
+                                {**stats, "task": task}, hand_written=False)[-1]["content"]
+          for task in ("crafter", "collect_wood")}
+    assert "Crafter score: 35.84, standard error 5.18 (bootstrap over the 27 episodes)" in on["crafter"]
+    assert "evaluation, apart from training: Crafter score 51.3, standard error 4.5 (bootstrap over the 8 episodes)" \
+        in on["crafter"]
+    assert "collect_wood 1.0, eat_plant 0.0" in on["crafter"]
+    assert "of 27: died: zombie 18, died: arrow 9" in on["crafter"]
+    for counts_successes in ("success rate:", "success per", "failed training episodes", "successful training",
+                             "none succeeded", "evaluation, apart from training: success"):
+        assert counts_successes not in on["crafter"] and counts_successes in on["collect_wood"]
