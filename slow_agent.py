@@ -278,7 +278,8 @@ def critic_messages(plan: Plan, code_actions: list[CodeAction], stats: dict, han
     (update, decision_word) = UPDATE_RL if rl else UPDATE_CODE
     unlocked = (stats.get("score") or {}).get("achievements") or {}  # no goal: each achievement's unlock share
     shared = {"lengths": _lengths_text(stats.get("episode_lengths") or {}, bool(task.success)),
-              "ends": _counted(stats.get("ends") or {}, "ends"), "eval_length": num(stats.get("eval_mean_length", 0.0)),
+              "ends": _counted(stats.get("ends") or {}, "ends", bool(task.success)),
+              "eval_length": num(stats.get("eval_mean_length", 0.0)),
               "eval_episodes": stats.get("eval_episodes", "?"), "eval_policy": EVAL_RL if rl else EVAL_CODE}
     statistics = STATS_GOAL.format(
         success_rate=success_text(stats), update=update, decision_word=decision_word,
@@ -324,10 +325,10 @@ def _lengths_text(e: dict, goal: bool = True) -> str:
     return f"mean {num(e['mean_length'])} over all {e['episodes']}{won if goal else ''}"
 
 
-def _counted(d: dict, key: str) -> str:
-    """How many failed episodes fall under each entry of `d[key]`, out of how many failed."""
+def _counted(d: dict, key: str, goal: bool = True) -> str:
+    """How many failed episodes (with no goal: all episodes) fall under each entry of `d[key]`, out of how many."""
     if not d.get("failed_episodes"):
-        return "no failed episode"
+        return "no failed episode" if goal else "not measured (no episode finished)"
     return f"of {d['failed_episodes']}: " + ", ".join(f"{end} {n}" for end, n in d[key].items())
 
 

@@ -277,3 +277,6 @@ def test_on_crafter_the_critic_reads_the_score_and_no_number_that_counts_success
     for counts_successes in ("success rate:", "success per", "failed training episodes", "successful training",
                              "none succeeded", "evaluation, apart from training: success"):
         assert counts_successes not in on["crafter"] and counts_successes in on["collect_wood"]
+    plan = Plan.from_dict(plans.reference_plan("crafter"), get_task("crafter"))
+    empty = critic_messages(plan, [], {"iteration": 1, "task": "crafter"}, hand_written=False)[-1]["content"]
+    assert "each ends in one of these): not measured (no episode finished)" in empty and "failed" not in empty
