@@ -33,6 +33,7 @@ class ReplayClient:
         if mode not in ("order", "hash"):
             raise ValueError(f"mode must be 'order' or 'hash', not {mode!r}")
         self.path, self.mode, self.calls, self.log = Path(transcript), mode, 0, log
+        self.done = 0  # calls a resumed run made before its checkpoint (skip): answered already
         self.differed = 0  # calls answered in order whose request was not the recorded one
         self.record = Path(record) if record else None
         text = gzip.decompress(self.path.read_bytes()).decode() if self.path.suffix == ".gz" else self.path.read_text()
@@ -41,18 +42,29 @@ class ReplayClient:
         for rec in self.records:
             self._by_hash.setdefault(rec["request_hash"], []).append(rec)
 
+    def skip(self, n: int) -> None:
+        """--resume: the run made n calls before its checkpoint, answered by the first n records (mode "order"),
+        or by those its own transcript (`record`) names as answered_from in its first n lines ("hash"); the next
+        call gets what a run without the interruption would have got, not the transcript's first answer."""
+        self.done = n
+        if self.mode == "hash" and self.record is not None and self.record.is_file():
+            for line in self.record.read_text().splitlines()[:n]:
+                queue = self._by_hash.get(json.loads(line).get("answered_from"), [])
+                if queue:
+                    queue.pop(0)
+
     def chat(self, messages: list[dict], *, json_schema: dict | None = None,
              images: list[bytes] | None = None, temperature: float = 0.2, max_tokens: int = 1024) -> Reply:
         """Same contract as LLMClient.chat; a call the transcript cannot answer raises LLMError."""
         self.calls += 1
         h = request_hash(messages, json_schema, images, temperature, max_tokens)
         if self.mode == "order":
-            if self.calls > len(self.records):
-                raise LLMError(f"replay miss: call {self.calls} but {self.path} holds only "
-                               f"{len(self.records)} records")
-            rec = self.records[self.calls - 1]
+            call = self.done + self.calls  # counted over the whole run, a resumed one included
+            if call > len(self.records):
+                raise LLMError(f"replay miss: call {call} but {self.path} holds only {len(self.records)} records")
+            rec = self.records[call - 1]
             if rec["request_hash"] != h and not self.differed and self.log:  # said once: it is often meant
-                self.log(f"replay: call {self.calls} does not ask what the transcript's call {self.calls} asked "
+                self.log(f"replay: call {call} does not ask what the transcript's call {call} asked "
                          "(an edited prompt, or another task, seed or setting than the recorded run's); it is "
                          "answered in order anyway, and every such call is marked answered_from in this run's "
                          "llm_transcript.jsonl")

@@ -235,6 +235,8 @@ def resume(run: Run, ppo: PPO) -> tuple[ActionSet, LoopState, list[int]]:
     action_set = ActionSet([env.CodeAction(**a) for a in actions], state.pop("library_active"))
     running, episode_numbers = state.pop("running", []), state.pop("episode_numbers", [])
     run.llm_calls_before = state.pop("llm_calls", 0)
+    if isinstance(run.llm, ReplayClient):  # a replay goes on from the call the checkpoint had reached
+        run.llm.skip(run.llm_calls_before)
     if run.rank == 0:
         rewind_logs(run.dir, state.get("log_sizes", {}), running)
         print(f"resumed from {ckpt}: iteration {state['iteration'] + 1}, {ppo.global_step} env steps done"

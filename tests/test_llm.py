@@ -328,6 +328,20 @@ def test_replay_by_hash(tmp_path):
         rc.chat(ask("b"), temperature=0.9)  # same text, different settings: a different request
 
 
+@pytest.mark.parametrize("mode", ["order", "hash"])
+def test_a_replay_that_skips_the_calls_a_resumed_run_made_answers_the_next_one(tmp_path, mode):
+    """--resume: calls made before the checkpoint were answered (by the first records in order; by hash, by those
+    the run's own transcript names as answered_from): the next call gets the next answer, not the first."""
+    ask = lambda text: [{"role": "user", "content": text}]
+    path = record(tmp_path, ["A1", "B", "A2"], [dict(messages=ask("a")), dict(messages=ask("b")),
+                                                dict(messages=ask("a"))])
+    first = ReplayClient(path, mode=mode, record=tmp_path / "run.jsonl")
+    assert [first.chat(ask("a")).text, first.chat(ask("b")).text] == ["A1", "B"]  # then the run stops
+    resumed = ReplayClient(path, mode=mode, record=tmp_path / "run.jsonl")
+    resumed.skip(2)
+    assert resumed.chat(ask("a")).text == "A2"
+
+
 def test_replay_reads_a_gzipped_transcript_and_records_what_it_answered(tmp_path):
     """bench/ablation keeps transcripts gzipped; the replay's own transcript counts like the original and shows a
     call that asked something other than what was recorded (request_hash against answered_from)."""

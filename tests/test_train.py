@@ -132,6 +132,26 @@ def test_replay_reproduces_plans_and_code(e2e, tmp_path):
         assert (r / path).read_text() == (d / path).read_text(), path
 
 
+def test_a_resumed_replay_goes_on_from_the_call_its_checkpoint_reached(e2e, tmp_path, monkeypatch):
+    """Interrupted as its critic is asked (3 calls made: a plan, two tries at chop_tree), a replay resumes at the
+    4th record, the critique; it started again at the 1st, and the plan's reply went to the critic."""
+    d, _, _ = e2e
+    critique = train.SlowAgent.critique
+
+    def interrupted(self, *args, **kwargs):
+        monkeypatch.setattr(train.SlowAgent, "critique", critique)  # once
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(train.SlowAgent, "critique", interrupted)
+    argv = TINY + ["--llm", f"replay:{d / 'llm_transcript.jsonl'}", "--iterations", "2", "--total-steps", "600",
+                   "--runs-dir", str(tmp_path), "--run-name", "r"]
+    assert train.main(argv) == 130
+    assert torch.load(tmp_path / "r" / "checkpoint.pt", weights_only=False)["extra"]["llm_calls"] == 3
+    assert train.main(["--resume", str(tmp_path / "r")]) == 0
+    for path in ["iter_1/feedback.json", "iter_2/plan.json", "iter_2/skills/grab_sapling.py"]:
+        assert (tmp_path / "r" / path).read_text() == (d / path).read_text(), path
+
+
 @pytest.mark.parametrize("mode", ["rl", "rl+config", "code", "rlgpt"])
 def test_smoke_modes_on_the_reference_backend(mode, tmp_path):
     rc = train.main(TINY + ["--mode", mode, "--llm", "reference", "--iterations", "1", "--total-steps", "300",
