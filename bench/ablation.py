@@ -343,7 +343,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--table", action="store_true", help="no training: rewrite the results section and plots")
     parser.add_argument("--check", action="store_true", help="no training: exit 1 if the results section is stale")
     parser.add_argument("--grid", choices=("main", "slowloop"), default="main", help="the grid to run (tables: both)")
-    parser.add_argument("--tasks", nargs="+", choices=[*BUDGETS, *SLOWLOOP], help="default: the grid's")
+    parser.add_argument("--tasks", nargs="+", choices=list(dict.fromkeys([*BUDGETS, *SLOWLOOP])),  # crafter: in both
+                        help="default: the grid's")
     parser.add_argument("--modes", nargs="+", choices=list(RESULTS_VERSION), help="default: the grid's")
     parser.add_argument("--seeds", nargs="+", type=int, default=list(SEEDS), choices=SEEDS)
     parser.add_argument("--jobs", type=int, default=1, help="cells run at a time, each its own train.py process "
