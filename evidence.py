@@ -174,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dir", type=Path)
     args = parser.parse_args(argv)
+    if not (args.run_dir / "config.json").is_file():
+        parser.error(f"{args.run_dir}: no config.json there (not a run directory?)")
     task = json.loads((args.run_dir / "config.json").read_text())["args"]["task"]
     rows = report.read_jsonl(args.run_dir / "stats.jsonl")
     for iteration in sorted({r["iteration"] for r in rows}):

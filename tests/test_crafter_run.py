@@ -68,6 +68,9 @@ def test_a_crafter_run_with_no_finished_episode_says_so_instead_of_a_score_of_no
     assert "Crafter score over the training episodes: none has finished yet (n=0)." in summary
     assert "nan" not in summary and "| achievement |" not in summary
     assert report.main([str(tmp_path / "nowhere")]) == 2  # python report.py <not a run directory>: a sentence
+    with pytest.raises(SystemExit) as e:  # and python evidence.py
+        EV.main([str(tmp_path / "nowhere")])
+    assert e.value.code == 2
 
 
 def test_stats_json_holds_the_evaluation_episodes_own_mean_length(crafter_run):
