@@ -351,7 +351,8 @@ def main(argv: list[str] | None = None, url: str | None = None) -> None:
     p.add_argument("--max-tokens", type=int, default=256)
     args = p.parse_args(argv)
     try:
-        client = LLMClient(url or args.url, args.model)
+        client = LLMClient(url or args.url, args.model, log=lambda line: print(line, file=sys.stderr))
+        client.check_reachable()  # nothing listening: say so now, not after a minute of silent retries
         schema = json.loads(args.schema) if args.schema else None
         reply = client.chat([{"role": "user", "content": args.prompt}], json_schema=schema,
                             max_tokens=args.max_tokens)

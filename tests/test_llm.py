@@ -384,6 +384,10 @@ def test_cli_talks_to_the_configured_endpoint():
     assert out.returncode == 0, out.stderr
     assert "hi from the fake" in out.stdout and KEY not in out.stdout
     assert srv.requests[0].json["messages"] == [{"role": "user", "content": "say hi"}]
+    dead = {**env, "RLGPT_LLM_URL": "http://127.0.0.1:9/v1"}  # nothing listens: said at once, not after retries
+    out = subprocess.run([sys.executable, str(ROOT / "llm.py"), "say hi"], env=dead, cwd=ROOT, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 1 and "cannot reach an LLM server at http://127.0.0.1:9/v1" in out.stderr
 
 
 # ----------------------------------------------------------------------------------------------
