@@ -42,28 +42,32 @@ def success_curve(run_dir: Path) -> tuple[np.ndarray, np.ndarray]:
 
 
 def crafter_score(stats_path: Path, budget: int | None = None) -> tuple[float, dict[str, float]]:
-    """Crafter's score: exp(mean(log(1 + p))) - 1 over the 22 achievements' success rates in percent,
-    p = share of training episodes (within `budget` env steps) that unlocked the achievement."""
+    """Crafter's score of the training episodes in `stats_path` (within `budget` env steps): score_of_rows."""
     episodes, steps = [], 0
     for row in read_jsonl(Path(stats_path)):
         steps += row["length"]
         if budget is not None and steps > budget:
             break
         episodes.append(row)
-    if not episodes:
+    return score_of_rows(episodes)
+
+
+def score_of_rows(rows: list[dict]) -> tuple[float, dict[str, float]]:
+    """Crafter's score: exp(mean(log(1 + p))) - 1 over the 22 achievements' success rates in percent,
+    p = share of these episodes that unlocked the achievement; nan and no rates without episodes."""
+    if not rows:
         return float("nan"), {}
-    rates = {a: 100.0 * np.mean([r.get(f"achievement_{a}", 0) > 0 for r in episodes]) for a in env.ACHIEVEMENTS}
+    rates = {a: 100.0 * np.mean([r.get(f"achievement_{a}", 0) > 0 for r in rows]) for a in env.ACHIEVEMENTS}
     score = float(np.exp(np.mean(np.log(1.0 + np.array(list(rates.values()))))) - 1.0)
     return score, rates
 
 
-def whole_run_score(run_dir: Path) -> str:
-    """The Crafter score of every training episode the run finished (crafter_score), with their n; a run too
-    short to finish one says so instead of showing a score of nothing."""
-    n = len(read_jsonl(Path(run_dir) / "stats.jsonl"))
+def whole_run_text(score: float, n: int) -> str:
+    """The Crafter score of every training episode the run finished, with their n; a run too short to finish
+    one says so instead of showing a score of nothing."""
     if not n:
         return "Crafter score over the training episodes: none has finished yet (n=0)."
-    return f"Crafter score over all training episodes: {crafter_score(Path(run_dir) / 'stats.jsonl')[0]:.1f} (n={n})"
+    return f"Crafter score over all training episodes: {score:.1f} (n={n})"
 
 
 def rate_text(rate: float | None, n: int) -> str:
@@ -171,8 +175,9 @@ def write_summary(run_dir: Path, history: list[dict], args) -> None:
                   f"reached it). Curriculum stages done: {stages}; now training: {chain['current']}.", ""]
         lines += curriculum.subtask_rows(read_jsonl(run_dir / "stats.jsonl"), chain["subtasks"])
     if no_goal:
-        lines += ["", whole_run_score(run_dir)]
-        score, rates = crafter_score(run_dir / "stats.jsonl")
+        rows = read_jsonl(run_dir / "stats.jsonl")  # read once: the score, its n and the table
+        score, rates = score_of_rows(rows)
+        lines += ["", whole_run_text(score, len(rows))]
         if rates:
             lines += ["", "| achievement | success % |", "|---|---|"] + [f"| {a} | {p:.1f} |" for a, p in rates.items()]
     lines += code_action_rows(run_dir)
@@ -212,7 +217,8 @@ def main(argv: list[str]) -> int:
         print(f"error: {run_dir}: no config.json there (not a run directory?)", file=sys.stderr)
         return 2
     print((run_dir / "summary.md").read_text() if (run_dir / "summary.md").is_file() else "no summary.md yet")
-    print(whole_run_score(run_dir))
+    rows = read_jsonl(run_dir / "stats.jsonl")
+    print(whole_run_text(score_of_rows(rows)[0], len(rows)))
     return 0
 
 
