@@ -86,11 +86,6 @@ def gathered(task_name: str, rows: list[dict]) -> dict:
     return {"successes": len(won), "items": items}
 
 
-def score_of(rates: np.ndarray) -> np.ndarray:
-    """Crafter's score from per-achievement unlock shares (last axis): exp(mean(ln(1 + 100 p))) - 1."""
-    return np.exp(np.log1p(100.0 * rates).mean(-1)) - 1.0
-
-
 class RunningScore:
     """The Crafter score of one iteration's training episodes finished so far, for the progress bar: each
     update() reads only the rows stats.jsonl gained since the last (no bootstrap, so it is cheap to ask often);
@@ -116,7 +111,7 @@ class RunningScore:
                     self.episodes += 1
         if not self.episodes:
             return "-"
-        return f"{float(score_of(self.unlocked / self.episodes)):.1f} (n={self.episodes})"
+        return f"{float(report.score_of(self.unlocked / self.episodes)):.1f} (n={self.episodes})"
 
 
 def crafter_score(rows: list[dict]) -> dict | None:
@@ -128,7 +123,7 @@ def crafter_score(rows: list[dict]) -> dict | None:
     n = len(rows)
     draws = np.random.default_rng(0).integers(0, n, size=(SCORE_BOOTSTRAP, n))
     resampled = np.stack([np.bincount(d, minlength=n) for d in draws]) @ unlocked / n
-    rates = unlocked.mean(0)
+    rates, score_of = unlocked.mean(0), report.score_of
     return {"score": round(float(score_of(rates)), 2), "se": round(float(score_of(resampled).std(ddof=1)), 2),
             "episodes": n, "achievements": {a: round(float(p), 3) for a, p in zip(ACHIEVEMENTS, rates, strict=True)}}
 

@@ -52,14 +52,19 @@ def crafter_score(stats_path: Path, budget: int | None = None) -> tuple[float, d
     return score_of_rows(episodes)
 
 
+def score_of(shares: np.ndarray) -> np.ndarray:
+    """Crafter's score from per-achievement unlock shares (last axis, 0..1): exp(mean(ln(1 + 100 p))) - 1, the
+    rates in percent (Hafner 2021); evidence.crafter_score bootstraps it over resampled episodes."""
+    return np.exp(np.log1p(100.0 * shares).mean(-1)) - 1.0
+
+
 def score_of_rows(rows: list[dict]) -> tuple[float, dict[str, float]]:
-    """Crafter's score: exp(mean(log(1 + p))) - 1 over the 22 achievements' success rates in percent,
-    p = share of these episodes that unlocked the achievement; nan and no rates without episodes."""
+    """Crafter's score of these episodes (score_of) and each achievement's success rate in percent (the share of
+    these episodes that unlocked it); nan and no rates without episodes."""
     if not rows:
         return float("nan"), {}
-    rates = {a: 100.0 * np.mean([r.get(f"achievement_{a}", 0) > 0 for r in rows]) for a in env.ACHIEVEMENTS}
-    score = float(np.exp(np.mean(np.log(1.0 + np.array(list(rates.values()))))) - 1.0)
-    return score, rates
+    shares = np.array([[r.get(f"achievement_{a}", 0) > 0 for a in env.ACHIEVEMENTS] for r in rows]).mean(0)
+    return float(score_of(shares)), {a: 100.0 * float(p) for a, p in zip(env.ACHIEVEMENTS, shares, strict=True)}
 
 
 def whole_run_text(score: float, n: int) -> str:

@@ -10,10 +10,11 @@ import warnings
 import numpy as np
 import pytest
 
-import evidence as EV
+import evidence
 import report
 import train
 from env import ACHIEVEMENTS
+from evidence import crafter_score, score_row
 from tests.test_train import TINY, history, run_dir
 
 
@@ -41,17 +42,17 @@ def test_the_bar_the_log_line_and_the_summary_show_the_crafter_score_with_its_n(
     for h in history(d):
         trained, evaluated = rows_of(d / "stats.jsonl", h["iteration"]), rows_of(d / "eval.jsonl", h["iteration"])
         assert trained and len(evaluated) == 2
-        assert h["score"] == EV.score_row(EV.crafter_score(trained)) and h["score"]["episodes"] == len(trained)
-        assert h["eval_score"] == EV.score_row(EV.crafter_score(evaluated)) and h["eval_score"]["episodes"] == 2
+        assert h["score"] == score_row(crafter_score(trained)) and h["score"]["episodes"] == len(trained)
+        assert h["eval_score"] == score_row(crafter_score(evaluated)) and h["eval_score"]["episodes"] == 2
         train_text, eval_text = report.score_text(h["score"]), report.score_text(h["eval_score"])
         assert f"[iter {h['iteration']}] env steps {h['env_steps']}: train score {train_text}, eval score {eval_text}" \
             in shown
         assert f"| {h['iteration']} | {h['env_steps']} | {train_text} | {eval_text} |" in summary
         # the bar's last state: the score of every training episode that finished in the iteration, and their n
         unlocked = np.mean([[r[f"achievement_{a}"] > 0 for a in ACHIEVEMENTS] for r in trained], axis=0)
-        assert f"score={float(EV.score_of(unlocked)):.1f} (n={len(trained)})]" in shown
+        assert f"score={float(report.score_of(unlocked)):.1f} (n={len(trained)})]" in shown
     every = report.read_jsonl(d / "stats.jsonl")  # the whole run's line: its score and the n it is computed over
-    whole = float(EV.score_of(np.mean([[r[f"achievement_{a}"] > 0 for a in ACHIEVEMENTS] for r in every], axis=0)))
+    whole = float(report.score_of(np.mean([[r[f"achievement_{a}"] > 0 for a in ACHIEVEMENTS] for r in every], axis=0)))
     assert f"Crafter score over all training episodes: {whole:.1f} (n={len(every)})" in summary
 
 
@@ -69,7 +70,7 @@ def test_a_crafter_run_with_no_finished_episode_says_so_instead_of_a_score_of_no
     assert "nan" not in summary and "| achievement |" not in summary
     assert report.main([str(tmp_path / "nowhere")]) == 2  # python report.py <not a run directory>: a sentence
     with pytest.raises(SystemExit) as e:  # and python evidence.py
-        EV.main([str(tmp_path / "nowhere")])
+        evidence.main([str(tmp_path / "nowhere")])
     assert e.value.code == 2
 
 
@@ -81,20 +82,20 @@ def test_stats_json_holds_the_evaluation_episodes_own_mean_length(crafter_run):
         assert stats["eval_episodes"] == len(lengths) == 2
         assert stats["eval_mean_length"] == pytest.approx(np.mean(lengths))
         evaluated = rows_of(d / "eval.jsonl", iteration)  # and their score, which the critic reads on crafter
-        assert stats["eval_score"] == EV.score_row(EV.crafter_score(evaluated)) and stats["eval_score"]["episodes"] == 2
+        assert stats["eval_score"] == score_row(crafter_score(evaluated)) and stats["eval_score"]["episodes"] == 2
 
 
 def test_the_running_score_reads_only_new_whole_rows_of_its_iteration(tmp_path):
     path, none = tmp_path / "stats.jsonl", {f"achievement_{a}": 0 for a in ACHIEVEMENTS}
     wood, later = json.dumps(dict(none, iteration=2, achievement_collect_wood=1)), json.dumps(dict(none, iteration=2))
-    score = EV.RunningScore(path, iteration=2)
+    score = evidence.RunningScore(path, iteration=2)
     assert score.update() == "-"  # no file yet
     path.write_text(json.dumps(dict(none, iteration=1, achievement_collect_wood=1)) + "\n" + wood + "\n" + later[:9])
     one_of = np.eye(len(ACHIEVEMENTS))[ACHIEVEMENTS.index("collect_wood")]  # collect_wood's unlock share is 1
-    assert score.update() == f"{float(EV.score_of(one_of)):.1f} (n=1)"  # iteration 1's row and the cut one left out
+    assert score.update() == f"{float(report.score_of(one_of)):.1f} (n=1)"  # iteration 1's row and the cut one left out
     with open(path, "a") as f:  # the row cut short is completed, and another follows
         f.write(later[9:] + "\n" + later + "\n")
-    assert score.update() == f"{float(EV.score_of(one_of / 3)):.1f} (n=3)"
+    assert score.update() == f"{float(report.score_of(one_of / 3)):.1f} (n=3)"
 
 
 def test_the_reference_crafter_plan_asks_ppo_to_follow_its_order(tmp_path):
