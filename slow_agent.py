@@ -255,6 +255,26 @@ def _plan_text(plan: Plan, moved: dict[str, str] | None = None, rl: bool = True)
     return "\n".join(lines)
 
 
+def _statistics_text(task: Task, stats: dict, rl: bool, rollout: dict) -> str:
+    """The critic's statistics: a task with a goal is read by its success (STATS_GOAL); crafter's whole game,
+    where no episode succeeds, by its Crafter score and each achievement's unlock share (STATS_GAME)."""
+    shared = {"lengths": _lengths_text(stats.get("episode_lengths") or {}, bool(task.success)),
+              "ends": _counted(stats.get("ends") or {}, "ends", bool(task.success)),
+              "eval_length": num(stats.get("eval_mean_length", 0.0)),
+              "eval_episodes": stats.get("eval_episodes", "?"), "eval_policy": EVAL_RL if rl else EVAL_CODE}
+    if not task.success:
+        by_share = sorted(((stats.get("score") or {}).get("achievements") or {}).items(), key=lambda kv: -kv[1])
+        return STATS_GAME.format(score=_score_text(stats.get("score")), eval_score=_score_text(stats.get("eval_score")),
+                                 rates=", ".join(f"{a} {num(p)}" for a, p in by_share) or "not measured", **shared)
+    update, decision_word = UPDATE_RL if rl else UPDATE_CODE
+    return STATS_GOAL.format(
+        success_rate=success_text(stats), update=update, decision_word=decision_word,
+        num_steps=rollout.get("num_steps", "?"), num_envs=rollout.get("num_envs", "?"),
+        trend=", ".join(num(x) for x in stats.get("success_trend", [])) or "not measured",
+        stalls=_stalls_text(stats.get("stalls") or {}), gathered=_gathered_text(stats.get("gathered") or {}),
+        eval_success=num(stats.get("eval_success_rate", 0.0)), **shared)
+
+
 def critic_messages(plan: Plan, code_actions: list[CodeAction], stats: dict, hand_written: bool,
                     n_frames: int = 0) -> list[dict]:
     """The critic's messages (prompts/critic.py), filled in from an iteration's stats (evidence.critic_stats,
@@ -275,20 +295,7 @@ def critic_messages(plan: Plan, code_actions: list[CodeAction], stats: dict, han
                                         actions=", ".join(task.actions))]
     optional = [f'"{k}"' for k in ("variants", *(("initiations", "rl_config") if rl else ()))
                 if k != "variants" or offered]
-    (update, decision_word) = UPDATE_RL if rl else UPDATE_CODE
-    unlocked = (stats.get("score") or {}).get("achievements") or {}  # no goal: each achievement's unlock share
-    shared = {"lengths": _lengths_text(stats.get("episode_lengths") or {}, bool(task.success)),
-              "ends": _counted(stats.get("ends") or {}, "ends", bool(task.success)),
-              "eval_length": num(stats.get("eval_mean_length", 0.0)),
-              "eval_episodes": stats.get("eval_episodes", "?"), "eval_policy": EVAL_RL if rl else EVAL_CODE}
-    statistics = STATS_GOAL.format(
-        success_rate=success_text(stats), update=update, decision_word=decision_word,
-        num_steps=rollout.get("num_steps", "?"), num_envs=rollout.get("num_envs", "?"),
-        trend=", ".join(num(x) for x in stats.get("success_trend", [])) or "not measured",
-        stalls=_stalls_text(stats.get("stalls") or {}), gathered=_gathered_text(stats.get("gathered") or {}),
-        eval_success=num(stats.get("eval_success_rate", 0.0)), **shared) if task.success else STATS_GAME.format(
-        score=_score_text(stats.get("score")), eval_score=_score_text(stats.get("eval_score")), rates=", ".join(
-            f"{a} {num(p)}" for a, p in sorted(unlocked.items(), key=lambda kv: -kv[1])) or "not measured", **shared)
+    statistics = _statistics_text(task, stats, rl, rollout)
     text = CRITIC_PROMPT.format(
         task=task.name, description=task.description, plan_title=PLAN_TITLE if rl else PLAN_TITLE_CODE,
         plan=_plan_text(plan, rl=rl), iteration=stats.get("iteration", "?"),
