@@ -76,7 +76,7 @@ def test_failed_episodes_stalling_at_a_sub_task_left_to_rl_move_it_to_code():
     stalls = {"failed_episodes": 30, "never_reached": {"collect_wood": 0.1, "place_table": 0.8}}
     fb = rule_based_critique(plan, code, stats_with({}, stalls))
     assert fb.to_code == ["place_table"] and fb.to_rl == []
-    assert any(r.startswith("place_table: 0.8 of 30 failed episodes never reached place_table") for r in fb.reasons)
+    assert any(r.startswith("place_table: 80% of the 30 failed episodes never reached place_table") for r in fb.reasons)
     assert "place_table" not in fb.rl_config["mask_actions"]  # the base action of the stuck step unmasked
     new = apply_feedback(plan, fb)
     assert next(s for s in new.subactions if s.name == "place_table").how == "code"
@@ -103,7 +103,7 @@ def test_a_stall_with_no_remedy_left_is_said_and_changes_nothing():
     code = [search if s.name == "chop_tree" else skills.SKILLS[s.name] for s in plan.code_subactions]
     fb = rule_based_critique(plan, code, stats_with({}, stalls))
     assert (fb.variants, fb.to_code, fb.to_rl, fb.rl_config, fb.reasons) == ({}, [], [], None, [])
-    assert "0.75 of 12 failed episodes never reached collect_wood, but the rules have no remedy left" in fb.summary
+    assert "75% of the 12 failed episodes never reached collect_wood, but the rules have no remedy left" in fb.summary
 
 
 def test_stall_shares_reads_where_failed_episodes_stopped():
@@ -255,7 +255,7 @@ def test_on_crafter_the_rule_based_critic_acts_on_the_achievements_and_the_death
     fb = rule_based_critique(plan, code, stats)
     # no goal: the tech tree's stall is seen but not shaped (measured worse on crafter); the empty meter is
     assert fb.rl_config["shaping"] == {"drink": METER_SHAPING}
-    assert "0.8 of 100 episodes never reached make_stone_pickaxe" in fb.summary  # no goal: not "failed" ones
+    assert "80% of the 100 episodes never reached make_stone_pickaxe" in fb.summary  # no goal: not "failed" ones
     assert not any("stone_pickaxe" in r for r in fb.reasons)
     assert any("60 of 100 episodes ended as 'died: thirst'" in r and "shape drink" in r for r in fb.reasons)
     assert "never unlocked: collect_coal" in fb.summary  # what is never or rarely unlocked is said
