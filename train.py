@@ -190,8 +190,8 @@ def agents_phase(args: Args, run: Run, slow: SlowAgent, fast: FastAgent, action_
     action_set.keep_only({s.name for s in subs})  # the plan moved the others to RL: masked from now on
     if feedback is not None and (state.plan, action_set.active) != (before["plan"], before["active"]):
         state.before_change = before  # kept only if the next iteration is not worse (critic.rollback_if_worse)
-    tqdm.write(f"[iter {it + 1}] plan: {len(plan.subactions)} sub-actions; code actions in use: "
-               f"{action_set.in_use_text()}")
+    tqdm.write(f"[iter {it + 1}] plan: {len(plan.subactions)} sub-action{'' if len(plan.subactions) == 1 else 's'}; "
+               f"code actions in use: {action_set.in_use_text()}")
 
 
 def train_iteration(args: Args, run: Run, ppo: PPO, action_set: ActionSet, state: LoopState) -> None:

@@ -153,7 +153,7 @@ def test_a_resumed_replay_goes_on_from_the_call_its_checkpoint_reached(e2e, tmp_
 
 
 @pytest.mark.parametrize("mode", ["rl", "rl+config", "code", "rlgpt"])
-def test_smoke_modes_on_the_reference_backend(mode, tmp_path):
+def test_smoke_modes_on_the_reference_backend(mode, tmp_path, capsys):
     rc = train.main(TINY + ["--mode", mode, "--llm", "reference", "--iterations", "1", "--total-steps", "300",
                             "--runs-dir", str(tmp_path)])
     assert rc == 0
@@ -174,8 +174,10 @@ def test_smoke_modes_on_the_reference_backend(mode, tmp_path):
         assert rows[-1]["rl_config"] == plan["rl_config"] and "sleep" in plan["rl_config"]["mask_actions"]
     elif mode == "code":
         assert skills_written == {"solve_task.py"} and rows[-1]["n_actions"] == 18
+        assert "[iter 1] plan: 1 sub-action; code actions in use: solve_task" in capsys.readouterr().out
     else:
         assert "chop_tree.py" in skills_written and rows[-1]["n_actions"] > 17
+        assert "[iter 1] plan: 3 sub-actions; code actions in use: chop_tree" in capsys.readouterr().out
     assert not (d / "llm_transcript.jsonl").exists()
 
 
