@@ -123,8 +123,9 @@ def crafter_score(rows: list[dict]) -> dict | None:
     n = len(rows)
     draws = np.random.default_rng(0).integers(0, n, size=(SCORE_BOOTSTRAP, n))
     resampled = np.stack([np.bincount(d, minlength=n) for d in draws]) @ unlocked / n
-    rates, score_of = unlocked.mean(0), report.score_of
-    return {"score": round(float(score_of(rates)), 2), "se": round(float(score_of(resampled).std(ddof=1)), 2),
+    rates = unlocked.mean(0)
+    return {"score": round(float(report.score_of(rates)), 2),
+            "se": round(float(report.score_of(resampled).std(ddof=1)), 2),
             "episodes": n, "achievements": {a: round(float(p), 3) for a, p in zip(ACHIEVEMENTS, rates, strict=True)}}
 
 
