@@ -145,7 +145,8 @@ def _act_on_stall(plan: Plan, stalls: dict, chain, lists: tuple, notes: list[str
     stuck = next((a for a in chain if shares.get(a, 0.0) >= STALL_SHARE), None)
     if n < MIN_FAILED_EPISODES or stuck is None:
         return
-    where = f"{round(100 * shares[stuck], 1):g}% of the {n} {episodes} never reached {stuck}"  # a share: n may be 1000s
+    # a percentage, not a count: evidence.stall_shares keeps 3 decimals, one episode too coarse past 1000 of them
+    where = f"{round(100 * shares[stuck], 1):g}% of the {n} {episodes} never reached {stuck}"
     _remedy(plan, stuck, where, plans.SHAPING.get(stuck) if shape else None, lists, notes)
 
 
