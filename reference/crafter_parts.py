@@ -76,7 +76,7 @@ PARTS: list[tuple[str, str, dict, str]] = [
      {"inventory": {"stone_pickaxe": 1, "stone": FURNACE_STONE}, "inventory_below": {"iron_sword": 1},
       "in_view": ["table"], "not_in_view": ["furnace"]},
      f"if inv['stone'] < {FURNACE_STONE} + (0 if inv['iron'] > 0 else 2):\n        return False\n"
-     "    get_to(api, ['table'], inv)\n    return place(api, 'furnace', walkable())"),
+     "    return place_furnace(api, inv)"),
     ("mine_ore", "Walk (digging) to the nearest ore in view that a tool still to be made needs and mine it: "
      "diamond with an iron pickaxe, else iron with a stone pickaxe (below 2 iron), else coal with a wood pickaxe "
      "(below 2 coal).", {"inventory": {"wood_pickaxe": 1}, "in_view_any": ["diamond", "iron", "coal"]},

@@ -29,9 +29,18 @@ def craft_step(api, g, inv):
     iron_tools = inv["iron_pickaxe"] < 1 or inv["iron_sword"] < 1
     if iron_tools and inv["stone_pickaxe"] > 0 and near(g, "table") and not near(g, "furnace") \\
             and inv["stone"] >= FURNACE_STONE + (0 if inv["iron"] > 0 else 2):
-        get_to(api, ["table"], inv)  # the furnace goes beside the table: iron tools need both
-        return place(api, "furnace", walkable())
+        return place_furnace(api, inv)
     return False
+
+
+def place_furnace(api, inv):
+    """Walk to the table and place a furnace beside it: iron tools need a cell with both among its 8
+    neighbours. `place` steps before it places, so never step away from the table (the furnace would land 3
+    cells from it); a step to the side leaves the player next to both."""
+    if not get_to(api, ["table"], inv):
+        return False
+    fx, fy = api.facing()
+    return place(api, "furnace", walkable(), avoid=(-fx, -fy))
 
 
 def craft(api, tool, stations):
@@ -60,14 +69,17 @@ def craft(api, tool, stations):
     return False
 
 
-def place(api, item, on):
+def place(api, item, on, avoid=None):
     """Place `item` on a neighbouring cell that is one of `on`. A walkable cell can only be faced by
-    stepping towards it, so prefer one with another free cell behind it to step back from."""
+    stepping towards it, so prefer one with another free cell behind it to step back from; never step in
+    the direction `avoid` (a (dx, dy))."""
     if api.in_front() in on:
         return api.place(item)
     g = grid(api)
     for behind_free in [True, False]:
         for m, (dx, dy) in dirs().items():
+            if (dx, dy) == avoid:
+                continue
             if g[(dx, dy)] in on and (not behind_free or g[(2 * dx, 2 * dy)] in walkable()):
                 api.move(m)
                 if api.in_front() in on:

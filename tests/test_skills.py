@@ -18,6 +18,7 @@ from crafter import objects
 
 from core import Plan, can_start
 from env import ACTIONS, ITEMS, TASKS, get_task, make_env
+from envs.crafter_api import view_names
 from reference import plans, skills, whole_task
 from reference.crafter_progress import FURNACE_STONE
 from reference.plans import reference_plan
@@ -356,6 +357,34 @@ def test_each_part_of_the_crafter_plan_does_its_job_where_its_initiation_lets_it
     env.close()
     assert wins >= PART_MIN, f"{part}: {wins}/{N_SITUATIONS}; failures: {failures}"
 
+
+
+def _stations_beside(view: list[list[str]], x: int, y: int) -> bool:
+    """Both a table and a furnace among the 8 neighbours of view cell (x, y): iron tools can be made there."""
+    near = {view[y + dy][x + dx] for dx in (-1, 0, 1) for dy in (-1, 0, 1)
+            if 0 <= y + dy < len(view) and 0 <= x + dx < len(view[0])}
+    return {"table", "furnace"} <= near
+
+
+def test_a_furnace_the_crafter_parts_place_stands_where_the_iron_tools_can_be_made():
+    """place_furnace_here (the routine's own furnace placing) leaves, wherever it placed one, a free cell in
+    view with both the table and the furnace among its 8 neighbours, where the iron tools are made. `place`
+    steps before it places: a step away from the table used to put the furnace 3 cells from it, for good."""
+    env = make_env("crafter", 0, code_actions=list(skills.CRAFTER_PARTS.values()), max_macro_steps=BUDGET)
+    env.reset(seed=0)
+    index, placed, apart = list(skills.CRAFTER_PARTS).index("place_furnace_here"), 0, []
+    for player in situations(env, "place_furnace", more=PART_SPECS["place_furnace_here"][1]):
+        before = player.achievements["place_furnace"]
+        env.step(len(ACTIONS) + index)
+        if player.achievements["place_furnace"] == before:
+            continue
+        placed += 1
+        view = view_names(env.unwrapped._crafter)
+        if not any(_stations_beside(view, x, y) for y in range(len(view)) for x in range(len(view[0]))
+                   if view[y][x] in (*WALKABLE, "player")):
+            apart.append(view)
+    env.close()
+    assert placed >= PART_MIN and not apart, (placed, apart[:1])
 
 def test_the_plans_order_played_as_a_policy_plays_the_routines_worlds_and_the_game():
     """bench/plan_order: the order (the first part allowed at each decision, what PPO's teacher names) and the
