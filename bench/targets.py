@@ -89,8 +89,13 @@ def comparison_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
         got = "—" if a is None or b is None else f"{a:.2f} vs {b:.2f}"
         ok = None if a is None or b is None else a > b + margin if strict else a >= b + margin - 1e-9
         label = "training success at the budget" if what == "train" else "Crafter score"
-        rows.append(f"| {task}, rlgpt | {label}, against `{other}` | {aim} | {got} | "
-                    f"{'not measured yet' if ok is None else 'met' if ok else 'missed'} |")
+        status = "not measured yet" if ok is None else "met" if ok else "missed"
+        runs = [current[c] for c in cells if (c.task, c.mode) == (task, "rlgpt") and c in current]
+        if ok is not None and other == "rlgpt-1iter" and not any(it.get("decided") for r in runs
+                                                                 for it in r.get("iterations", [])):
+            status += (f" in number only: the critic decided no change in any iteration of the {len(runs)} "
+                       "`rlgpt` runs, so both arms ran one plan and differ by noise")
+        rows.append(f"| {task}, rlgpt | {label}, against `{other}` | {aim} | {got} | {status} |")
     learned = [a for a in env.ACHIEVEMENTS if (p := mean("crafter", "rl", a)) is not None and p > 100 * KEPT[0]]
     ratios = {a: (mean("crafter", "rlgpt", a), mean("crafter", "rl", a)) for a in learned}
     if ratios and all(r is not None for r, _ in ratios.values()):
