@@ -25,6 +25,49 @@ def face_free(api, free):
     return any(api.go_to(name, 10) for name in free)  # none close by: walk until facing one
 '''
 
+FACE_FREE_BESIDE = '''
+def face_free_beside(api, free, station):
+    """Face a cell whose name is in `free` and that has, among its 8 neighbours, a walkable cell next to a
+    visible `station`: what is placed there and the station are then both within reach of that cell (iron
+    tools need a table and a furnace so). A step turns the player its way, so the walk ends with a step
+    towards the cell. False if no such walk is in view."""
+    for attempt in range(3):  # a creature in the way: look again
+        route = route_to_face_beside(api, free, station)
+        if route is None:
+            return False
+        if all(api.move(move) for move in route):
+            return api.in_front() in free
+    return False
+
+
+def route_to_face_beside(api, free, station):
+    """The moves of the shortest walk in view that ends facing such a cell ([] if the player faces one)."""
+    view = api.view()
+    names = {(x, y): view[3 + y][4 + x] for y in range(-3, 4) for x in range(-4, 5)}
+    moves = {"left": (-1, 0), "right": (1, 0), "up": (0, -1), "down": (0, 1)}
+    around = [(i, j) for i in [-1, 0, 1] for j in [-1, 0, 1] if (i, j) != (0, 0)]
+    stands = [c for c, name in names.items() if name in ["grass", "sand", "path", "player"]
+              and any(names.get((c[0] + i, c[1] + j)) == station for i, j in around)]
+    good = [c for c, name in names.items() if name in free
+            and any((c[0] + i, c[1] + j) in stands for i, j in around)]
+    fx, fy = api.facing()
+    if (fx, fy) in good:
+        return []
+    routes = {(0, 0): []}  # cell -> the moves that reach it
+    queue = [(0, 0)]
+    for x, y in queue:  # breadth-first: the list grows while it is read
+        for move, (ux, uy) in moves.items():
+            cell = (x + ux, y + uy)
+            if names.get(cell) not in ["grass", "sand", "path"]:
+                continue
+            if (cell[0] + ux, cell[1] + uy) in good:
+                return routes[(x, y)] + [move]
+            if cell not in routes:
+                routes[cell] = routes[(x, y)] + [move]
+                queue.append(cell)
+    return None
+'''
+
 MINE = '''
 def mine(api, name):
     """Follow the shortest route in view to the nearest visible `name`, mining the stone or ore in

@@ -29,7 +29,7 @@ from crafter import constants
 from core import CodeAction
 from envs.crafter_tasks import source_of
 from reference import crafter_parts
-from reference.skill_helpers import CRAFT, FACE_FREE, HUNT, MINE, SEARCH
+from reference.skill_helpers import CRAFT, FACE_FREE, FACE_FREE_BESIDE, HUNT, MINE, SEARCH
 
 LABEL = "[hand-written reference skill, not LLM output] "
 
@@ -99,15 +99,15 @@ def make_stone_sword(api):
 ''', CRAFT),
     _skill('''
 def place_furnace(api):
-    """Place a furnace (4 stone), beside the table when one is in view."""
+    """Place a furnace (4 stone), where one cell has it and the table within reach when a table is in view."""
     if api.inventory()["stone"] < 4:
         return False
-    if api.nearest("table") is not None:
-        api.go_to("table", 30)
+    if api.nearest("table") is not None and face_free_beside(api, ["grass", "sand", "path"], "table"):
+        return api.place("furnace")
     if not face_free(api, ["grass", "sand", "path"]):
         return False
     return api.place("furnace")
-''', FACE_FREE),
+''', FACE_FREE, FACE_FREE_BESIDE),
     _skill('''
 def mine_coal(api):
     """Walk (or dig) to the nearest visible coal and mine it; needs a wood pickaxe."""

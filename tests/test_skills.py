@@ -366,16 +366,20 @@ def _stations_beside(view: list[list[str]], x: int, y: int) -> bool:
     return {"table", "furnace"} <= near
 
 
-def test_a_furnace_the_crafter_parts_place_stands_where_the_iron_tools_can_be_made():
-    """place_furnace_here (the routine's own furnace placing) leaves, wherever it placed one, a free cell in
-    view with both the table and the furnace among its 8 neighbours, where the iron tools are made. `place`
-    steps before it places: a step away from the table used to put the furnace 3 cells from it, for good."""
-    env = make_env("crafter", 0, code_actions=list(skills.CRAFTER_PARTS.values()), max_macro_steps=BUDGET)
+@pytest.mark.parametrize("name", ["place_furnace_here", "place_furnace"])
+def test_a_placed_furnace_stands_where_the_iron_tools_can_be_made(name):
+    """Wherever place_furnace_here (the routine's own furnace placing, a crafter part) or the skill library's
+    place_furnace placed a furnace beside a table, a free cell in view has both among its 8 neighbours,
+    where the iron tools are made. A step turns the player, so placing takes a step first: a step away from
+    the table used to put the furnace 3 cells from it, for good (the part's `place`; the skill's `face_free`
+    stepping backwards)."""
+    action = skills.CRAFTER_PARTS[name] if name in skills.CRAFTER_PARTS else skills.skill_for(name)
+    env = make_env("crafter", 0, code_actions=[action], max_macro_steps=BUDGET)
     env.reset(seed=0)
-    index, placed, apart = list(skills.CRAFTER_PARTS).index("place_furnace_here"), 0, []
+    placed, apart = 0, []
     for player in situations(env, "place_furnace", more=PART_SPECS["place_furnace_here"][1]):
         before = player.achievements["place_furnace"]
-        env.step(len(ACTIONS) + index)
+        env.step(len(ACTIONS))
         if player.achievements["place_furnace"] == before:
             continue
         placed += 1
@@ -385,6 +389,7 @@ def test_a_furnace_the_crafter_parts_place_stands_where_the_iron_tools_can_be_ma
             apart.append(view)
     env.close()
     assert placed >= PART_MIN and not apart, (placed, apart[:1])
+
 
 def test_the_plans_order_played_as_a_policy_plays_the_routines_worlds_and_the_game():
     """bench/plan_order: the order (the first part allowed at each decision, what PPO's teacher names) and the
