@@ -99,7 +99,7 @@ def make_stone_sword(api):
 ''', CRAFT),
     _skill('''
 def place_furnace(api):
-    """Place a furnace (4 stone), where one cell has it and the table within reach when a table is in view."""
+    """Place a furnace (4 stone); with a table in view, where one free cell has both within reach (iron tools)."""
     if api.inventory()["stone"] < 4:
         return False
     if api.nearest("table") is not None and face_free_beside(api, ["grass", "sand", "path"], "table"):
