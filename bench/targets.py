@@ -70,9 +70,11 @@ def target_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
 
 def comparison_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
     """The target rows of RL-GPT against its ablations (COMPARISONS, KEPT), from the seeds run of each arm."""
+    def runs(task: str, mode: str) -> list[dict]:  # the result files of the seeds run
+        return [current[c] for c in cells if (c.task, c.mode) == (task, mode) and c in current]
+
     def mean(task: str, mode: str, what: str = "train") -> float | None:  # over the seeds run
-        known = [v for c in cells if (c.task, c.mode) == (task, mode) and c in current
-                 if (v := measured(current[c], what)) is not None]
+        known = [v for r in runs(task, mode) if (v := measured(r, what)) is not None]
         return float(np.mean(known)) if known else None
 
     rows = []
@@ -90,11 +92,11 @@ def comparison_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
         ok = None if a is None or b is None else a > b + margin if strict else a >= b + margin - 1e-9
         label = "training success at the budget" if what == "train" else "Crafter score"
         status = "not measured yet" if ok is None else "met" if ok else "missed"
-        runs = [current[c] for c in cells if (c.task, c.mode) == (task, "rlgpt") and c in current]
-        if ok is not None and other == "rlgpt-1iter" and not any(it.get("decided") for r in runs
-                                                                 for it in r.get("iterations", [])):
-            status += (f" in number only: the critic decided no change in any iteration of the {len(runs)} "
-                       "`rlgpt` runs, so both arms ran one plan and differ by noise")
+        if ok is not None and other == "rlgpt-1iter":  # the slow loop's row: did the critic change anything?
+            ran = runs(task, "rlgpt")
+            if not any(it.get("decided") for r in ran for it in r.get("iterations", [])):
+                status += (f" in number only: the critic decided no change in any iteration of the {len(ran)} "
+                           "`rlgpt` runs, so both arms ran one plan and differ by noise")
         rows.append(f"| {task}, rlgpt | {label}, against `{other}` | {aim} | {got} | {status} |")
     learned = [a for a in env.ACHIEVEMENTS if (p := mean("crafter", "rl", a)) is not None and p > 100 * KEPT[0]]
     ratios = {a: (mean("crafter", "rlgpt", a), mean("crafter", "rl", a)) for a in learned}
