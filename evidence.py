@@ -10,7 +10,8 @@ successful ones gathered, and, for `crafter` (no single goal, so success is alwa
 with its bootstrap standard error and each achievement's rate (RunningScore: the same score, no standard
 error, over the iteration's episodes finished so far, for the progress bar).
 
-    python evidence.py runs/<run_dir>     # these numbers for each iteration of a finished Crafter run
+    python evidence.py runs/<run_dir>              # these numbers for each iteration of a finished Crafter run
+    python evidence.py runs/<run_dir> --parts 3    # the score (or success) over each third of its env steps
 """
 
 from __future__ import annotations
@@ -129,6 +130,24 @@ def crafter_score(rows: list[dict]) -> dict | None:
             "episodes": n, "achievements": {a: round(float(p), 3) for a, p in zip(ACHIEVEMENTS, rates, strict=True)}}
 
 
+def placed(rows: list[dict]) -> list[int]:
+    """Where each finished training episode lies in the run: the env steps of all episodes finished so far, its
+    own included. stats.jsonl (one row per episode, in the order they finished) has no step counter, so this
+    trails the trainer's counter by the steps of the episodes still running then."""
+    return np.cumsum([r["length"] for r in rows]).astype(int).tolist()
+
+
+def shares(rows: list[dict], parts: int) -> list[list[dict]]:
+    """The rows split into `parts` stretches of equal env steps: stretch k holds the episodes placed in
+    (k / parts, (k + 1) / parts] of the steps all of them took (the steps of episodes unfinished at the end
+    are in none). Where an iteration's episodes cannot tell a trend inside it (one plan, `--iterations 1`),
+    these can: how the score rose while the same plan trained."""
+    positions = placed(rows)
+    total = positions[-1] if positions else 0
+    return [[r for p, r in zip(positions, rows, strict=True) if total * k / parts < p <= total * (k + 1) / parts]
+            for k in range(parts)]
+
+
 def no_goal(task_name: str) -> bool:
     """`crafter`: no single goal, so success is always 0 and the Crafter score measures the episodes."""
     return is_crafter(task_name) and not get_task(task_name).success
@@ -169,16 +188,39 @@ def critic_stats(args, num_steps: int, iteration: int, steps: tuple[int, int], t
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dir", type=Path)
+    parser.add_argument("--parts", type=int, default=0, help="instead of each iteration's numbers: the Crafter "
+                        "score (on crafter) or the training success over each of this many equal stretches of the "
+                        "env steps the finished training episodes took")
     args = parser.parse_args(argv)
     if not (args.run_dir / "config.json").is_file():
         parser.error(f"{args.run_dir}: no config.json there (not a run directory?)")
+    if args.parts < 0:
+        parser.error(f"--parts must be >= 1 (0: per iteration), not {args.parts}")
     task = json.loads((args.run_dir / "config.json").read_text())["args"]["task"]
     rows = report.read_jsonl(args.run_dir / "stats.jsonl")
+    if args.parts:
+        print_shares(task, rows, args.parts)
+        return 0
     for iteration in sorted({r["iteration"] for r in rows}):
         its = [r for r in rows if r["iteration"] == iteration]
         episodes = [(r["length"], row_success(get_task(task), r)) for r in its]
         print(f"iteration {iteration}:", iteration_evidence(task, episodes, its))
     return 0
+
+
+def print_shares(task_name: str, rows: list[dict], parts: int) -> None:
+    """One line per stretch of `shares`: its env steps, its score or success, its n (and the whole run's)."""
+    total = placed(rows)[-1] if rows else 0
+    print(f"{len(rows)} finished training episodes, {total} env steps, in {parts} stretches of equal env steps:")
+    for k, its in enumerate(shares(rows, parts) + [rows]):
+        where = "whole run" if k == parts else f"env steps {total * k // parts}-{total * (k + 1) // parts}"
+        if no_goal(task_name):
+            s = crafter_score(its)
+            measure = f"Crafter score {s['score']:.2f} +- {s['se']:.2f}" if s else "Crafter score: none"
+        else:
+            ok = [row_success(get_task(task_name), r) for r in its]
+            measure = f"training success {np.mean(ok):.3f}" if ok else "training success: none"
+        print(f"  {where}: {measure} (n={len(its)} episodes)")
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ from pathlib import Path
 import numpy as np
 
 import env
+import evidence
 import report
 from bench.backends import LLM_DIR, Backend, Replay, backend_of, replay_of, run_dir_of
 from bench.grid import (
@@ -81,7 +82,7 @@ def episodes(run_dir: Path) -> list[tuple[int, dict]]:
     (< num_envs x the task's step limit; they end up in unfinished.jsonl, and the result's `finished`
     shows how much of the run the finished episodes cover)."""
     rows = report.read_jsonl(run_dir / "stats.jsonl")
-    return list(zip(np.cumsum([r["length"] for r in rows]).tolist(), rows, strict=True))
+    return list(zip(evidence.placed(rows), rows, strict=True))
 
 
 def curve(eps: list[tuple[int, dict]], cell: Cell) -> list[dict]:

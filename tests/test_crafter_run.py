@@ -74,6 +74,24 @@ def test_a_crafter_run_with_no_finished_episode_says_so_instead_of_a_score_of_no
     assert e.value.code == 2
 
 
+def test_stretches_split_the_run_by_env_steps_not_by_episode_count():
+    rows = [{"length": n} for n in (10, 10, 10, 10, 60)]  # 100 env steps: four short episodes, then a long one
+    assert evidence.placed(rows) == [10, 20, 30, 40, 100]
+    assert [len(part) for part in evidence.shares(rows, 2)] == [4, 1]
+    assert [len(part) for part in evidence.shares(rows, 4)] == [2, 2, 0, 1] and evidence.shares([], 3) == [[], [], []]
+
+
+def test_python_evidence_parts_prints_each_stretchs_score_and_n_and_the_whole_runs(crafter_run, capsys):
+    d, _ = crafter_run
+    rows = report.read_jsonl(d / "stats.jsonl")
+    assert evidence.main([str(d), "--parts", "2"]) == 0
+    shown = capsys.readouterr().out
+    for part in evidence.shares(rows, 2) + [rows]:
+        s = crafter_score(part)
+        assert f"Crafter score {s['score']:.2f} +- {s['se']:.2f} (n={len(part)} episodes)" in shown
+    assert f"{len(rows)} finished training episodes, {sum(r['length'] for r in rows)} env steps" in shown
+
+
 def test_stats_json_holds_the_evaluation_episodes_own_mean_length(crafter_run):
     d, _ = crafter_run
     for iteration in (1, 2):
