@@ -199,7 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     task = json.loads((args.run_dir / "config.json").read_text())["args"]["task"]
     rows = report.read_jsonl(args.run_dir / "stats.jsonl")
     if args.parts:
-        print_shares(task, rows, args.parts)
+        unfinished = sum(r["length"] for r in report.read_jsonl(args.run_dir / "unfinished.jsonl"))
+        print_shares(task, rows, args.parts, unfinished)
         return 0
     for iteration in sorted({r["iteration"] for r in rows}):
         its = [r for r in rows if r["iteration"] == iteration]
@@ -208,10 +209,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def print_shares(task_name: str, rows: list[dict], parts: int) -> None:
-    """One line per stretch of `shares`: its env steps, its score or success, its n (and the whole run's)."""
+def print_shares(task_name: str, rows: list[dict], parts: int, unfinished: int = 0) -> None:
+    """One line per stretch of `shares`: its env steps, its score or success, its n (and the whole run's);
+    `unfinished`: the env steps of the episodes the run left unfinished, in no stretch."""
     total = placed(rows)[-1] if rows else 0
-    print(f"{len(rows)} finished training episodes, {total} env steps, in {parts} stretches of equal env steps:")
+    print(f"{len(rows)} finished training episodes, {total} env steps (of the run's {total + unfinished}; the "
+          f"other {unfinished} are in episodes unfinished at its end), in {parts} stretches of equal env steps:")
     for k, its in enumerate(shares(rows, parts) + [rows]):
         where = "whole run" if k == parts else f"env steps {total * k // parts}-{total * (k + 1) // parts}"
         if no_goal(task_name):

@@ -89,7 +89,9 @@ def test_python_evidence_parts_prints_each_stretchs_score_and_n_and_the_whole_ru
     for part in evidence.shares(rows, 2) + [rows]:
         s = crafter_score(part)
         assert f"Crafter score {s['score']:.2f} +- {s['se']:.2f} (n={len(part)} episodes)" in shown
-    assert f"{len(rows)} finished training episodes, {sum(r['length'] for r in rows)} env steps" in shown
+    finished, run_steps = sum(r["length"] for r in rows), history(d)[-1]["env_steps"]
+    assert f"{len(rows)} finished training episodes, {finished} env steps (of the run's {run_steps}; the other " \
+        f"{run_steps - finished} are in episodes unfinished at its end)" in shown
 
 
 def test_stats_json_holds_the_evaluation_episodes_own_mean_length(crafter_run):
