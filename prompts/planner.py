@@ -49,7 +49,7 @@ without one it may be chosen anywhere. A call that cannot do its job still costs
 it takes before it gives up, if any), so give the conditions it certainly needs (e.g. a recipe's \
 materials held and its station in view; the tool it makes not yet held: "inventory_below" {{the tool: 1}}; a \
 meter below a level; one of several targets in view; a station it places not in view yet), never one that \
-would hide a state where it could succeed. Its items are the inventory items listed under "rl_config" below, \
+would hide a state where it could succeed. Its items are the inventory items listed under "rl_config" above, \
 counted as the API's inventory() counts them."""
 
 INITIATION_VIEW = ('{{"inventory": {{item: held at least this many}}, "inventory_below": {{item: held fewer than '

@@ -46,8 +46,8 @@ PARTS: list[tuple[str, str, dict, str]] = [
      "water in view or below 8 with water within 3 cells; else return False at once.",
      {"inventory_below": {"drink": 8}, "in_view": ["water"]},
      "if not (inv['drink'] < 6 or near_cell(g, 'water', 3)):\n        return False\n    return drink(api)"),
-    ("hunt_cow", "Walk to the nearest cow and hit it until it is eaten (3 hits; +6 food), when food is below 6 with a "
-     "cow in view or below 8 with a cow within 3 cells; else return False at once.",
+    ("hunt_cow", "Walk to the nearest cow and hit it until it is eaten (3 hits bare-handed, fewer with a sword; +6 "
+     "food), when food is below 6 with a cow in view or below 8 with a cow within 3 cells; else return False at once.",
      {"inventory_below": {"food": 8}, "in_view": ["cow"]},
      "if not (inv['food'] < 6 or near_cell(g, 'cow', 3)):\n        return False\n    return hunt(api, 'cow')"),
     ("eat_ripe_plant", "Walk to a ripe plant in view and eat it.", {"in_view": ["ripe_plant"]},
