@@ -178,7 +178,7 @@ def critic_stats(args, num_steps: int, iteration: int, steps: tuple[int, int], t
     return {"task": args.task, "mode": args.mode, "iteration": iteration, "env_steps": steps[1],
             "iteration_steps": list(steps), "success_rate": success, "success_episodes": n,
             "success_trend": tally.trend[-10:], "rollout": {"num_envs": args.num_envs, "num_steps": num_steps},
-            "decisions": tally.stats.decisions, "code_actions": tally.stats.summary(),
+            "decisions": tally.stats.decisions, "code_actions": tally.stats.summary(), "order": tally.order(),
             "eval_success_rate": ev["success_rate"], "eval_episodes": args.eval_episodes,
             "eval_mean_length": ev["mean_length"], "max_macro_steps": args.max_macro_steps,
             "eval_score": score_row(crafter_score(ev["rows"])) if no_goal(args.task) else None,

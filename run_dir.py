@@ -299,6 +299,12 @@ class IterationTally:
             self.counted["successes"] += round(metrics["charts/success_rate"] * n)
             self.trend.append(round(metrics["charts/success_rate"], 3))
             self.last = f"{self.trend[-1]:.2f} (n={n})"
+        if "charts/order_named" in metrics:  # under follow_order (ppo.py): the order's decisions, its weight
+            c = self.counted
+            c["order_named"] = c.get("order_named", 0) + metrics["charts/order_named"]
+            c["order_followed"] = c.get("order_followed", 0) + metrics["charts/order_followed"]
+            c.setdefault("teacher_coef_first", metrics["charts/teacher_coef"])
+            c["teacher_coef_last"] = metrics["charts/teacher_coef"]
         shown = {"success": self.last} if self.score is None else {"score": self.score.update()}
         self.bar.set_postfix(SPS=metrics.get("charts/SPS"), llm=llm_calls(self.run), **shown)
 
@@ -307,6 +313,17 @@ class IterationTally:
         decisions, rows, episodes = self.stats.totals()
         return {"decisions": decisions, "rows": rows, "episodes": episodes, "trend": list(self.trend),
                 "counted": dict(self.counted)}
+
+    def order(self) -> dict | None:
+        """Under a plan with follow_order: at how many of this iteration's decisions its order named a code action
+        that could start, at how many of those the RL agent chose it, and the teacher's weight at the iteration's
+        first and last update; None without an order (or before the first update)."""
+        c = self.counted
+        if not c.get("order_named"):
+            return None
+        return {"named": c["order_named"], "followed": c["order_followed"],
+                "share": round(c["order_followed"] / c["order_named"], 4),
+                "teacher_coef": [round(c["teacher_coef_first"], 3), round(c["teacher_coef_last"], 3)]}
 
     def train_success(self) -> tuple[float | None, int]:
         """(success rate, episodes) of the training episodes that finished in this iteration."""
@@ -373,6 +390,10 @@ def record_iteration(run: Run, state: LoopState, critic_stats: dict, ev: dict, s
         else (f"success {report.rate_text(train_success, n_train)}",
               f"success {report.rate_text(ev['success_rate'], critic_stats['eval_episodes'])}")
     tqdm.write(f"[iter {iteration}] env steps {step}: train {train}, eval {evaluated}")
+    if order := critic_stats.get("order"):  # under follow_order: is it RL or the taught order that chooses?
+        tqdm.write(f"[iter {iteration}] the plan's order named a code action at {order['named']} decisions; the RL "
+                   f"agent chose it at {order['share']:.1%} of them (teacher weight {order['teacher_coef'][0]:.2f} "
+                   f"-> {order['teacher_coef'][1]:.2f})")
 
 
 def record_feedback(run: Run, state: LoopState, iteration: int, feedback) -> None:

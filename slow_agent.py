@@ -53,6 +53,7 @@ from prompts.critic import (
     NOT_WRITTEN_LINE,
     NUMBERS_CODE,
     NUMBERS_RL,
+    ORDER_LINE,
     ORIGIN,
     PLAN_TITLE,
     PLAN_TITLE_CODE,
@@ -384,6 +385,10 @@ def _code_action_lines(plan: Plan, code_actions: list[CodeAction], stats: dict) 
             chosen=st.get("chosen", 0), share=num(st.get("share", 0.0)), success=num(st.get("success_rate", 0.0)),
             steps=num(st.get("mean_steps", 0.0)), reward=num(st.get("mean_reward", 0.0)), errors=errors,
             ends=call_ends_text(st.get("ends") or {})))
+    if order := stats.get("order"):  # under follow_order: how closely the RL agent kept to it
+        lines.append(ORDER_LINE.format(named=order["named"], decisions=stats.get("decisions", "?"),
+                                       followed=order["followed"], share=num(order["share"]),
+                                       first=num(order["teacher_coef"][0]), last=num(order["teacher_coef"][1])))
     return "\n".join(lines) or "(none)"
 
 

@@ -114,7 +114,8 @@ def episode_length(rows: list[dict], iteration: int) -> dict:
 
 def iterations(run_dir: Path) -> list[dict]:
     """Per iteration: its training success (on crafter, its Crafter score) and mean episode length, what its
-    code actions did (calls, success, commonest error), the critic's summary and decisions after it, and
+    code actions did (calls, success, commonest error), under follow_order how closely the RL agent kept to the
+    plan's order (stats.json's `order`), the critic's summary and decisions after it, and
     whether the previous decisions were kept or rolled back (train.log's "[iter k] the critic's change"
     line), from iter_k/stats.json, stats.jsonl, iter_k/feedback.json and train.log, so the results' "why"
     and the slow loop's effect can be written from this file."""
@@ -138,6 +139,7 @@ def iterations(run_dir: Path) -> list[dict]:
                     **({"score": {k: stats["score"][k] for k in ("score", "se", "episodes")}}
                        if stats.get("score") else {}),
                     "change": changes.get(stats.get("iteration")), "code_actions": actions,
+                    **({"order": stats["order"]} if stats.get("order") else {}),  # follow_order: kept to it how often
                     "critic": fb.get("summary", "")[:300] if fb else None,
                     "decided": [str(r)[:160] for r in fb.get("reasons", [])[:6]] if fb else []})
     return out

@@ -130,6 +130,13 @@ CODE_ACTION_LINE = ("- {name}{origin}: chosen {chosen} times, share {share}, suc
 CODE_ROUTINE_LINE = ("- {name}{origin}: {chosen} calls, success {success}, {steps} primitive steps and reward "
                      "{reward} per call; calls ended: {ends}; errors: {errors}")
 ORIGIN = " (hand-written, skills.py)"
+# ... and under a plan with "follow_order", one more line: how closely the RL agent kept to the order (ppo.py)
+ORDER_LINE = ("- the plan's order (\"follow_order\"): at {named} of the RL agent's {decisions} decisions the order "
+              "named a code action that could start (the first in the plan's order whose initiation held and that "
+              "had not just returned without True), and the agent chose that one at {followed} of them (share "
+              "{share}). The lesson that teaches it (a cross-entropy towards that code action, added to the RL "
+              "agent's loss) weighed {first} at this iteration's first update and {last} at its last; a share near 1 "
+              "means that there the agent did what the order says")
 NOT_WRITTEN_LINE = "- {name}: not written (--mode rl+config runs the plan's RL configuration, no code)"
 LEFT_TO_RL_LINE = "- {name}: no code was accepted for it, so it was left to RL"
 

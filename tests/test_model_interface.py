@@ -256,6 +256,21 @@ def test_the_critic_is_told_what_a_call_that_takes_no_step_costs_under_the_run_i
     assert NOOP_CHARGED in text and NOOP_FREE not in text
 
 
+def test_under_follow_order_the_critic_reads_how_closely_the_rl_agent_kept_to_the_order():
+    """Is it RL or the taught order that chooses? Under a plan with follow_order the critic reads at how many
+    decisions the order named a code action, how often the agent chose it, and the lesson's weight; with no order
+    taught (evidence.critic_stats' "order" None) no such line."""
+    plan = Plan.from_dict(plans.reference_plan("crafter"), get_task("crafter"))
+    order = {"named": 41203, "followed": 41037, "share": 0.996, "teacher_coef": [0.667, 0.334]}
+    text = critic_messages(plan, [], {"iteration": 2, "decisions": 45120, "order": order},
+                           hand_written=False)[-1]["content"]
+    assert "at 41203 of the RL agent's 45120 decisions the order named a code action" in text
+    assert "the agent chose that one at 41037 of them (share 0.996)" in text
+    assert "weighed 0.667 at this iteration's first update and 0.334 at its last" in text
+    assert "the plan's order (" not in critic_messages(plan, [], {"iteration": 2, "decisions": 45120, "order": None},
+                                                       hand_written=False)[-1]["content"]
+
+
 def test_on_crafter_the_critic_reads_the_score_and_no_number_that_counts_successes():
     """`crafter` has no goal: no episode succeeds, so success rates, per-update successes, "failed" episodes and
     what "successful" ones gathered would be zeros and contradictions to a model; it reads the training and the

@@ -110,5 +110,10 @@ def test_a_plan_order_teaches_the_first_code_action_that_may_start_and_the_lesso
     coefs = [(step, m["charts/teacher_coef"]) for step, m in logs]
     assert coefs[0][1] > 1.9 and all(c == 0.0 for step, c in coefs if step >= 1500)
     assert "losses/teacher_loss" in logs[0][1]
+    # how closely the policy kept to the order, per update: the order names an action at each of the 2 x 16 decisions
+    share = lambda m: m["charts/order_followed"] / m["charts/order_named"]
+    assert all(m["charts/order_named"] == 32 and 0 <= m["charts/order_followed"] <= 32 for _, m in logs[:-1])
+    assert share(logs[0][1]) < 0.5 < np.mean([share(m) for _, m in logs[-5:]]), [share(m) for _, m in logs]
     p, logs = probs(gym.vector.SyncVectorEnv([OrderedToyEnv for _ in range(2)], autoreset_mode=SAME_STEP), False)
     assert p[0, 4] < 0.5 and p[1, 3] < 0.5, p
+    assert np.mean([share(m) for _, m in logs[-5:]]) < 0.5  # untaught, the policy does not keep to it
