@@ -72,10 +72,14 @@ from prompts.critic import (
 )
 from prompts.planner import (
     CURRICULUM,
+    EXAMPLES_INVENTORY,
+    EXAMPLES_VIEW,
     INITIATION_INVENTORY,
     INITIATION_VIEW,
     LIBRARY_NOTE,
     MOVED_NOTE,
+    OBSERVABLE_INVENTORY,
+    OBSERVABLE_VIEW,
     PLAN_PROMPT,
     PLAN_SYSTEM,
     REPLAN_PROMPT,
@@ -218,7 +222,9 @@ def plan_messages(task: Task, env_doc: str, feedback: Feedback | None = None,
         api_doc=env_doc, actions=", ".join(task.actions), max_subactions=MAX_SUBACTIONS, subtasks_rule=rule,
         milestones=", ".join(task.milestones) or "none",
         lo=SHAPING_RANGE[0], hi=SHAPING_RANGE[1], items=", ".join(task.items),
-        initiation=(INITIATION_VIEW if task.cells else INITIATION_INVENTORY).format(cells=", ".join(task.cells)))
+        initiation=(INITIATION_VIEW if task.cells else INITIATION_INVENTORY).format(cells=", ".join(task.cells)),
+        initiation_examples=EXAMPLES_VIEW if task.cells else EXAMPLES_INVENTORY,
+        observable=OBSERVABLE_VIEW if task.cells else OBSERVABLE_INVENTORY)
     if catalogue:
         text += LIBRARY_NOTE.format(skills="\n".join(f"- {name}: {line}" for name, line in catalogue.items()))
     if feedback is not None:

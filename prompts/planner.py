@@ -41,21 +41,27 @@ the lesson weighs less and less as training goes on, so RL more and more decides
 (default false: no order is taught).
 A "code" sub-action's spec is all its code writer reads, with the API doc above and an example: it never \
 sees the other sub-actions, their specs or their code, so each spec must stand alone (never "as X does"). \
-Its success test must be observable through the API (an inventory count, what view() or in_front() \
-shows), and what it asks must fit in one call's step budget (see "How a code action runs").
+Its success test must be observable through the API ({observable}), and what it asks must fit in one \
+call's step budget (see "How a code action runs").
 An "initiation" says where a code sub-action can start (the options framework's initiation set): the RL \
 agent may choose it only in states where every condition holds, checked before each of its decisions; \
 without one it may be chosen anywhere. A call that cannot do its job still costs a decision (and the steps \
-it takes before it gives up, if any), so give the conditions it certainly needs (e.g. a recipe's \
-materials held and its station in view; the tool it makes not yet held: "inventory_below" {{the tool: 1}}; a \
-meter below a level; one of several targets in view; a station it places not in view yet), never one that \
-would hide a state where it could succeed. Its items are the inventory items listed under "rl_config" above, \
-counted as the API's inventory() counts them."""
+it takes before it gives up, if any), so give the conditions it certainly needs (e.g. \
+{initiation_examples}), never one that would hide a state where it could succeed. Its items are the inventory \
+items listed under "rl_config" above, counted as the API's inventory() counts them."""
 
 INITIATION_VIEW = ('{{"inventory": {{item: held at least this many}}, "inventory_below": {{item: held fewer than '
                    'this many}}, "in_view": [names that must all be in the view], "in_view_any": [names of which at '
                    'least one must be in the view], "not_in_view": [names none of which may be in the view]}}, each '
                    'part optional, every part given must hold; view names: {cells}')
+# {initiation_examples} in PLAN_PROMPT: conditions a code action certainly needs, only of kinds the game's
+# initiation can test (MineDojo's API has no view, and its inventory no meters)
+EXAMPLES_VIEW = ('a recipe\'s materials held and its station in view; the tool it makes not yet held: '
+                 '"inventory_below" {the tool: 1}; a meter below a level; one of several targets in view; a station it '
+                 'places not in view yet')
+EXAMPLES_INVENTORY = 'a recipe\'s materials held; the item it makes not yet held: "inventory_below" {the item: 1}'
+# {observable} in PLAN_PROMPT: what a code action's success test can read, by the same split
+OBSERVABLE_VIEW, OBSERVABLE_INVENTORY = "an inventory count, what view() or in_front() shows", "an inventory count"
 INITIATION_INVENTORY = ('{{"inventory": {{item: held at least this many}}, "inventory_below": {{item: held fewer than '
                         'this many}}}}, each part optional, every part given must hold (this game\'s API has no view '
                         'to test)')

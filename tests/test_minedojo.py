@@ -405,7 +405,8 @@ def test_prompts_name_minecraft_and_show_a_minedojo_example(fake):
     doc = api_doc(minedojo_env.MineDojoAPI)
     system, user = (m["content"] for m in plan_messages(task, doc))
     assert "Minecraft (MineDojo)" in system and "Crafter" not in system + user and "log -> planks" in user
-    assert '"initiation": {"inventory"' in user and "in_view" not in user  # its API has no view to test
+    assert '"initiation": {"inventory"' in user and "in_view" not in user  # its API has no view to test,
+    assert "view()" not in user and "targets in view" not in user and "a meter" not in user  # nor meters
     llm = Offline()
     assert FastAgent(llm, dry_run_task=task.name).write(SubAction("craft_sticks", "code", "Craft sticks."), doc) is None
     system, user = (m["content"] for m in llm.sent[0])
