@@ -148,7 +148,8 @@ class SlowAgent:
             return plan
 
         messages = plan_messages(task, env_doc, feedback, previous, self.catalogue)
-        return self._ask(messages, plan_schema(reuse=bool(self.catalogue)), parse, "plan", max_tokens=PLAN_REPLY_TOKENS)
+        return self._ask(messages, plan_schema(reuse=bool(self.catalogue), view=bool(task.cells)), parse, "plan",
+                         max_tokens=PLAN_REPLY_TOKENS)
 
     def critique(self, plan: Plan, code_actions: list[CodeAction], stats: dict,
                  frames: list[bytes] | None = None) -> Feedback:
@@ -164,7 +165,8 @@ class SlowAgent:
             return check_feedback(Feedback.from_dict(data), plan, variants, rl=rl)
 
         messages = critic_messages(plan, code_actions, stats, self.hand_written, len(frames))
-        return self._ask(messages, feedback_schema(variants=self.hand_written, rl=rl), parse, "critique",
+        view = bool(get_task(plan.task).cells)  # an initiation can test the view only where the API has one
+        return self._ask(messages, feedback_schema(variants=self.hand_written, rl=rl, view=view), parse, "critique",
                          images=frames or None, max_tokens=CRITIQUE_REPLY_TOKENS)
 
     def _ask(self, messages: list[dict], schema: dict, parse, what: str, **chat_args):

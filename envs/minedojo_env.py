@@ -299,7 +299,7 @@ class MineDojoEnv(gym.Env):
 # ----------------------------------------------------------------------------------------------
 # The primitive API that code actions are written against.
 
-# Minecraft 1.11's recipes for the tracked items (vanilla; tests/test_minedojo.py's stand-in follows the wood ones).
+# Minecraft 1.11's recipes for the tracked items (vanilla; tests/minedojo_stand_in.py follows the wood ones).
 RECIPE_TABLE = """Recipes (vanilla Minecraft; "table" means a crafting_table placed nearby: MineDojo's simulator \
 (its Malmo craftNearby) counts a table placed in this episode within 5 blocks of the agent's head and in \
 view; not checked against a real MineDojo here):

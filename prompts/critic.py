@@ -9,7 +9,7 @@ hand-written variants only where the run allows hand-written code). Map of every
     python train.py --task crafter --show-prompt    # these messages, as a run with these settings sends them
 """
 
-from prompts.planner import INITIATION_SCHEMA
+from prompts.planner import INITIATION_SCHEMA, INITIATION_SCHEMA_NO_VIEW
 
 CRITIC_SYSTEM = """You are the critic of RL-GPT. After a round of RL training with code actions in the \
 game {game}, you read the statistics and explain what went wrong, so the planner can re-plan and the \
@@ -154,10 +154,13 @@ FEEDBACK_SCHEMA = {"type": "object", "required": ["summary", "to_code", "to_rl",
 RL_MOVES = ("to_code", "to_rl", "initiations", "rl_config")  # what only a run with RL may change
 
 
-def feedback_schema(variants: bool, rl: bool = True) -> dict:
-    """FEEDBACK_SCHEMA, without "variants" where the run uses no hand-written code and without the RL moves
-    where no RL runs (--mode code): nothing offered that does not exist."""
+def feedback_schema(variants: bool, rl: bool = True, view: bool = True) -> dict:
+    """FEEDBACK_SCHEMA, without "variants" where the run uses no hand-written code, without the RL moves where no
+    RL runs (--mode code) and without an initiation's view tests where the game's API has no view (`view` False):
+    nothing offered that does not exist."""
     props = {k: v for k, v in FEEDBACK_SCHEMA["properties"].items()
              if (variants or k != "variants") and (rl or k not in RL_MOVES)}
+    if "initiations" in props and not view:
+        props["initiations"] = {"type": "object", "additionalProperties": INITIATION_SCHEMA_NO_VIEW}
     required = [k for k in FEEDBACK_SCHEMA["required"] if k in props]
     return {**FEEDBACK_SCHEMA, "required": required, "properties": props}

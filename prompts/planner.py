@@ -108,6 +108,8 @@ _STR, _STRS = {"type": "string"}, {"type": "array", "items": {"type": "string"}}
 _COUNTS = {"type": "object", "additionalProperties": {"type": "integer"}}
 INITIATION_SCHEMA = {"type": "object", "properties": {"inventory": _COUNTS, "inventory_below": _COUNTS,
                                                       "in_view": _STRS, "in_view_any": _STRS, "not_in_view": _STRS}}
+# ... for a game whose API has no view to test (MineDojo's): the inventory's parts alone
+INITIATION_SCHEMA_NO_VIEW = {"type": "object", "properties": {"inventory": _COUNTS, "inventory_below": _COUNTS}}
 PLAN_SCHEMA = {"type": "object", "required": ["subtasks", "subactions", "rl_config"], "properties": {
     "subtasks": _STRS,
     "subactions": {"type": "array", "minItems": 1, "items": {
@@ -120,11 +122,13 @@ PLAN_SCHEMA = {"type": "object", "required": ["subtasks", "subactions", "rl_conf
         "follow_order": {"type": "boolean"}}}}}
 
 
-def plan_schema(reuse: bool) -> dict:
-    """PLAN_SCHEMA, without "reuse" for a run with no skill library: never offer what does not exist."""
-    if reuse:
+def plan_schema(reuse: bool, view: bool = True) -> dict:
+    """PLAN_SCHEMA, without "reuse" for a run with no skill library and without an initiation's view tests for a
+    game whose API has no view (`view` False): never offer what does not exist."""
+    if reuse and view:
         return PLAN_SCHEMA
     items = PLAN_SCHEMA["properties"]["subactions"]["items"]
-    props = {k: v for k, v in items["properties"].items() if k != "reuse"}
+    props = {k: v for k, v in items["properties"].items() if reuse or k != "reuse"}
+    props["initiation"] = INITIATION_SCHEMA if view else INITIATION_SCHEMA_NO_VIEW
     subactions = {**PLAN_SCHEMA["properties"]["subactions"], "items": {**items, "properties": props}}
     return {**PLAN_SCHEMA, "properties": {**PLAN_SCHEMA["properties"], "subactions": subactions}}

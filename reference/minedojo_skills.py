@@ -12,7 +12,7 @@ API (minedojo_env.MineDojoAPI) and go through the same sandbox check and dry run
 
 NOT RUN AGAINST A REAL MINEDOJO: MineDojo cannot be installed where this was written. What was
 verified is that every skill and program passes the sandbox and solves its task on the stand-in of
-tests/test_minedojo.py (MineDojo's documented observation and action spaces, a log every 3rd attack,
+tests/minedojo_stand_in.py (MineDojo's documented observation and action spaces, a log every 3rd attack,
 the vanilla recipes). The split follows the RL-GPT paper's MineDojo example: finding and facing a
 tree from pixels is RL; holding attack until the log drops, and crafting, are code.
 Minecraft facts relied on: 1 log -> 4 planks, 2 planks -> 4 sticks, 4 planks -> 1 crafting table (no

@@ -1,147 +1,30 @@
-"""The MineDojo adapter against a stand-in: MineDojo cannot be installed here, so a fake `minedojo`
-module with MineDojo's documented observation keys and MultiDiscrete action space records every
-action it receives. The adapter first, then the reference skills, then train.py's four modes end to
-end on it (the reference backend, tiny budgets). Run: python -m pytest -q tests/test_minedojo.py
+"""The MineDojo adapter against a stand-in (tests/minedojo_stand_in.py: MineDojo cannot be installed here, so a
+fake `minedojo` module with MineDojo's documented observation keys and MultiDiscrete action space records every
+action it receives): the adapter first, then the reference skills and what the agents are shown. train.py's four
+modes end to end on it: tests/test_minedojo_train.py. Run: python -m pytest -q tests/test_minedojo.py
 """
 
 import json
-import re
 import sys
-import types
 
 import numpy as np
 import pytest
 
 import env
-import train
 from core import SubAction, api_doc
 from envs import minedojo_env
 from fast_agent import FastAgent
 from llm import LLMError, Reply
 from reference import minedojo_skills
 from slow_agent import SlowAgent, plan_messages
-
-NVEC = [3, 3, 4, 25, 25, 8, 244, 36]
-CRAFT_ITEMS = ["stick", "planks", "crafting_table", "wooden_pickaxe"] + [f"item_{i}" for i in range(240)]
-EMPTY = ("air", 0)
-RAW = "harvest_wool_with_shears_and_sheep"  # one of MineDojo's own programmatic task ids, passed on as it is
-KNOWN_IDS = {"harvest", RAW, "harvest_milk_with_empty_bucket_and_cow"}  # the ids the stand-in knows
-# item crafted -> (what it uses, how many it makes, needs a crafting table placed nearby): vanilla Minecraft
-RECIPES = {"planks": ({"log": 1}, 4, False), "stick": ({"planks": 2}, 4, False),
-           "crafting table": ({"planks": 4}, 1, False), "wooden pickaxe": ({"planks": 3, "stick": 2}, 1, True)}
-
-
-class FakeMineDojo:
-    """A tiny world with MineDojo's old gym API: every 3rd attack yields a log, crafting follows
-    RECIPES (nothing happens without the materials), equip/place act on the given inventory slot (placing
-    a crafting table puts one nearby), walking forward moves +z. Slots hold MineDojo's display names
-    ("crafting table"). A Harvest meta task (task_id "harvest") starts with an empty inventory and
-    succeeds once the target is in it, as MineDojo's does; an id it does not know is a ValueError,
-    as from `minedojo.make`."""
-
-    def __init__(self, task_id, image_size, seed=None, target_names=None, target_quantities=1, **kwargs):
-        if task_id not in KNOWN_IDS:
-            raise ValueError(f"task_id {task_id} is not a valid MineDojo task")
-        self.task_id, self.image_size, self.seed = task_id, tuple(image_size), seed
-        self.target = (target_names.replace("_", " "), target_quantities) if task_id == "harvest" else None
-        self.action_space = types.SimpleNamespace(nvec=np.array(NVEC))
-        self.task_prompt = f"fake {task_id}"
-        self.actions: list[list[int]] = []
-        self.success_after: int | None = None  # number of steps after which the task succeeds
-        self.die_after: int | None = None
-        self.start_slots = [] if self.target else [("log", 2), ("dirt", 5), EMPTY, EMPTY, ("log", 3)]
-
-    @property
-    def is_successful(self) -> bool:
-        if self.target:
-            return self._count(self.target[0]) >= self.target[1]
-        return self.success_after is not None and len(self.actions) >= self.success_after
-
-    def reset(self):
-        self.slots = (self.start_slots + [EMPTY] * 36)[:36]
-        self.hand, self.pos, self.hits, self.actions, self.table_near = "air", np.zeros(3), 0, [], False
-        return self._obs()
-
-    def _count(self, name):
-        return sum(n for s, n in self.slots if s == name)
-
-    def _add(self, name, n):
-        i = next((i for i, s in enumerate(self.slots) if s[0] == name), None)
-        i = i if i is not None else next(i for i, s in enumerate(self.slots) if s == EMPTY)
-        self.slots[i] = (name, self.slots[i][1] + n)
-
-    def _take(self, name, n):
-        for i, (s, have) in enumerate(self.slots):
-            if s == name and n > 0:
-                used = min(n, have)
-                self.slots[i] = (s, have - used) if have > used else EMPTY
-                n -= used
-
-    def _craft(self, name):
-        uses, makes, table = RECIPES.get(name, ({"nothing": 1}, 0, False))
-        if all(self._count(k) >= n for k, n in uses.items()) and (self.table_near or not table):
-            for k, n in uses.items():
-                self._take(k, n)
-            self._add(name, makes)
-
-    def step(self, action):
-        a = [int(v) for v in action]
-        assert len(a) == 8 and all(0 <= v < n for v, n in zip(a, NVEC, strict=True)), a
-        self.actions.append(a)
-        self.pos[2] += {1: 1.0, 2: -1.0}.get(a[0], 0.0)
-        if a[5] == 3:
-            self.hits += 1
-            if self.hits % 3 == 0:
-                self._add("log", 1)
-        elif a[5] == 4:
-            self._craft(CRAFT_ITEMS[a[6]].replace("_", " "))
-        elif a[5] == 5:
-            self.hand = self.slots[a[7]][0]
-        elif a[5] == 6:
-            name, n = self.slots[a[7]]
-            self.slots[a[7]] = (name, n - 1) if n > 1 else EMPTY
-            self.table_near |= name == "crafting table"
-        done = self.is_successful or (self.die_after is not None and len(self.actions) >= self.die_after)
-        return self._obs(), 0.25, done, {}
-
-    def _obs(self):
-        h, w = self.image_size
-        # every pixel different, and every frame (a GIF writer merges equal frames)
-        rgb = ((np.arange(3 * h * w) + len(self.actions)) % 251).astype(np.uint8).reshape(3, h, w)
-        return {
-            "rgb": rgb,
-            "inventory": {"name": np.array([s[0] for s in self.slots]),
-                          "quantity": np.array([float(s[1]) for s in self.slots])},
-            "equipment": {"name": np.array([self.hand] + ["air"] * 5), "quantity": np.zeros(6)},
-            "life_stats": {"life": np.array([20.0]), "food": np.array([20.0])},
-            "location_stats": {"pos": self.pos.copy(), "yaw": np.zeros(1), "pitch": np.zeros(1)},
-            "voxels": {"block_name": np.full((3, 3, 3), "air")},
-            "masks": {"action_type": np.ones(8, bool), "craft_smelt": np.ones(244, bool)},
-        }
-
-    def close(self):
-        pass
+from tests import minedojo_stand_in
+from tests.minedojo_stand_in import CRAFT_ITEMS, RAW, RECIPES
 
 
 @pytest.fixture
 def fake(monkeypatch):
-    """Install the stand-in as `minedojo` (and the MineDojo module holding the craft list); returns
-    the list of fake envs `minedojo.make` has built."""
-    made = []
-    mod = types.ModuleType("minedojo")
-
-    def make(task_id, image_size, **kwargs):
-        made.append(FakeMineDojo(task_id, image_size, **kwargs))
-        return made[-1]
-
-    mod.make = make
-    mc = types.ModuleType("minedojo.sim.mc_meta.mc")
-    mc.ALL_CRAFT_SMELT_ITEMS = CRAFT_ITEMS
-    for name, m in [("minedojo", mod), ("minedojo.sim", types.ModuleType("minedojo.sim")),
-                    ("minedojo.sim.mc_meta", types.ModuleType("minedojo.sim.mc_meta")),
-                    ("minedojo.sim.mc_meta.mc", mc)]:
-        monkeypatch.setitem(sys.modules, name, m)
-    return made
+    """The MineDojo stand-in, installed for this test: the fake envs `minedojo.make` has built."""
+    return minedojo_stand_in.install(monkeypatch)
 
 
 # The paper's 12 movement choices written out in MineDojo's documented terms, independently of the
@@ -387,6 +270,7 @@ class Scripted(Offline):
 
     def chat(self, messages, **kwargs):
         self.sent.append(messages)
+        self.schema = kwargs.get("json_schema")
         return Reply(json.dumps(self.reply), self.reply, {}, "scripted", 0.0, 1)
 
 
@@ -398,6 +282,8 @@ def test_a_long_minedojo_task_is_not_asked_for_a_chain_no_curriculum_reads(fake)
     assert SlowAgent(llm).plan(task, api_doc(minedojo_env.MineDojoAPI)).subtasks == []  # accepted as it is
     user = llm.sent[0][-1]["content"]
     assert "no curriculum runs on MineDojo" in user and "Training follows the chain" not in user
+    initiation = llm.schema["properties"]["subactions"]["items"]["properties"]["initiation"]  # no view to test
+    assert set(initiation["properties"]) == {"inventory", "inventory_below"}
 
 
 def test_prompts_name_minecraft_and_show_a_minedojo_example(fake):
@@ -412,87 +298,3 @@ def test_prompts_name_minecraft_and_show_a_minedojo_example(fake):
     system, user = (m["content"] for m in llm.sent[0])
     assert "Minecraft (MineDojo)" in system and "Crafter" not in system + user
     assert "def milk_cow(api)" in user and "drink_water" not in user
-
-
-# ----------------------------------------------------------------------------------------------
-# train.py on the stand-in, every mode, the reference backend, tiny budgets.
-
-
-@pytest.fixture
-def taken(monkeypatch):
-    """Every action index the run's CodeActionWrapper envs were given (base actions and code actions)."""
-    seen, step = [], env.CodeActionWrapper.step
-
-    def spy(self, action):
-        seen.append(int(action))
-        return step(self, action)
-
-    monkeypatch.setattr(env.CodeActionWrapper, "step", spy)
-    return seen
-
-
-def train_on(tmp_path, task: str, mode: str, total_steps: int = 128):
-    argv = ["--task", task, "--mode", mode, "--llm", "reference", "--iterations", "1", "--total-steps",
-            str(total_steps), "--num-envs", "2", "--num-steps", "16", "--eval-episodes", "1",
-            "--checkpoint-every", "10000", "--runs-dir", str(tmp_path), "--run-name", "r"]
-    assert train.main(argv) == 0
-    d = tmp_path / "r"
-    return d, json.loads((d / "iter_1" / "stats.json").read_text())
-
-
-def test_rl_mode_writes_the_eval_gif_from_minedojo_frames(fake, tmp_path):
-    import imageio
-
-    d, stats = train_on(tmp_path, "minedojo:harvest_log", "rl")
-    frames = imageio.mimread(d / "iter_1" / "eval.gif")
-    assert stats["env_steps"] >= 128 and len(frames) == stats["eval_mean_length"] + 1  # reset + each step
-
-
-def test_code_mode_calls_the_program_after_minedojos_own_actions(fake, taken, tmp_path):
-    d, stats = train_on(tmp_path, "minedojo:craft_wooden_pickaxe", "code", total_steps=200)
-    assert set(taken) == {len(minedojo_env.ACTIONS)}  # the program's index is n_base = 36, every decision
-    assert stats["code_actions"]["solve_task"]["chosen"] > 0 and stats["eval_success_rate"] == 1.0
-    assert "chop_log(api)" in (d / "iter_1" / "skills" / "solve_task.py").read_text()
-
-
-def test_rl_config_mode_never_takes_a_masked_action_and_sets_the_shaping(fake, taken, tmp_path, monkeypatch):
-    shaping, set_shaping = [], minedojo_env.MineDojoEnv.set_shaping
-    monkeypatch.setattr(minedojo_env.MineDojoEnv, "set_shaping",
-                        lambda self, s: (shaping.append(s), set_shaping(self, s))[1])
-    d, stats = train_on(tmp_path, "minedojo:craft_planks", "rl+config")
-    masked = json.loads((d / "iter_1" / "plan.json").read_text())["rl_config"]["mask_actions"]
-    assert len(masked) == 12 and len(taken) > 100
-    assert not {minedojo_env.ACTIONS[a] for a in taken} & set(masked)
-    assert all(a[5] != minedojo_env.FN_USE for f in fake for a in f.actions)
-    assert {"log": 0.1} in shaping and stats["code_actions"] == {}
-
-
-def test_rlgpt_mode_uses_the_minedojo_reference_skills(fake, taken, tmp_path):
-    d, stats = train_on(tmp_path, "minedojo:craft_planks", "rlgpt", total_steps=400)
-    plan = json.loads((d / "iter_1" / "plan.json").read_text())
-    assert [s["name"] for s in plan["subactions"]] == ["find_tree", "chop_log", "craft_planks"]
-    chop = stats["code_actions"]["chop_log"]
-    assert chop["chosen"] > 0 and chop["success_rate"] > 0 and not chop["errors"], chop
-    assert {36, 37} & set(taken)  # the code actions come right after MineDojo's 36
-
-
-@pytest.mark.parametrize("task", ["minedojo:collect_wood", "minedojo:harvest_logs"])
-def test_an_unknown_minedojo_task_id_exits_2_naming_it(fake, task, tmp_path, capsys):
-    with pytest.raises(SystemExit) as e:
-        train.main(["--task", task, "--mode", "rl", "--runs-dir", str(tmp_path)])
-    err = capsys.readouterr().err
-    assert e.value.code == 2 and repr(task.removeprefix("minedojo:")) in err and "Traceback" not in err
-    assert list(tmp_path.iterdir()) == []
-    hint = re.search(r"Did you mean (.*?)\?", err)
-    suggested = hint.group(1).split(", ") if hint else []
-    assert set(suggested) <= set(minedojo_env.TASKS), suggested  # MineDojo tasks only, never a Crafter name
-    if task == "minedojo:harvest_logs":
-        assert suggested == ["minedojo:harvest_log"]
-
-
-@pytest.mark.parametrize("mode", ["code", "rlgpt"])
-def test_the_reference_backend_on_a_minedojo_task_without_reference_skills_exits_2(fake, mode, tmp_path, capsys):
-    with pytest.raises(SystemExit) as e:
-        train.main(["--task", "minedojo:" + RAW, "--mode", mode, "--llm", "reference", "--runs-dir", str(tmp_path)])
-    err = capsys.readouterr().err
-    assert e.value.code == 2 and f"minedojo:{RAW} needs an LLM" in err and list(tmp_path.iterdir()) == []

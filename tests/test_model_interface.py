@@ -20,7 +20,8 @@ from critic import Feedback, apply_feedback
 from env import CrafterAPI, get_task
 from fast_agent import FastAgent
 from llm import LLMClient
-from prompts.critic import NOOP_CHARGED, NOOP_FREE, NOOP_ORDER
+from prompts.critic import NOOP_CHARGED, NOOP_FREE, NOOP_ORDER, feedback_schema
+from prompts.planner import plan_schema
 from reference import plans, skills
 from slow_agent import SlowAgent, critic_messages
 from tests.fake_llm import FakeLLMServer, text_of
@@ -254,6 +255,16 @@ def test_the_critic_is_told_what_a_call_that_takes_no_step_costs_under_the_run_i
     assert NOOP_FREE in text and NOOP_ORDER not in text and NOOP_CHARGED not in text
     text = critic_messages(plan, [], {"iteration": 1, "mode": "code"}, hand_written=False)[-1]["content"]
     assert NOOP_CHARGED in text and NOOP_FREE not in text
+
+
+def test_the_reply_schemas_offer_an_initiations_view_tests_only_where_the_api_has_a_view():
+    view_keys = {"in_view", "in_view_any", "not_in_view"}
+    for view in (True, False):
+        plan = plan_schema(reuse=False, view=view)["properties"]["subactions"]["items"]["properties"]
+        critique = feedback_schema(variants=False, view=view)["properties"]["initiations"]["additionalProperties"]
+        for initiation in (plan["initiation"]["properties"], critique["properties"]):
+            assert (view_keys <= set(initiation)) == view and "inventory_below" in initiation
+    assert "reuse" in plan_schema(reuse=True, view=False)["properties"]["subactions"]["items"]["properties"]
 
 
 def test_under_follow_order_the_critic_reads_how_closely_the_rl_agent_kept_to_the_order():
