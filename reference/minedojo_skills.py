@@ -90,7 +90,8 @@ def craft_wooden_pickaxe(api):
 
 def _skill(source: str) -> CodeAction:
     fn = ast.parse(source).body[0]
-    return CodeAction(fn.name, source.strip() + "\n", LABEL + ast.get_docstring(fn), fn.name)
+    doc = " ".join(ast.get_docstring(fn).split())  # one line: plan specs and the critic's plan lines are built of it
+    return CodeAction(fn.name, source.strip() + "\n", LABEL + doc, fn.name)
 
 
 SKILLS: dict[str, CodeAction] = {a.name: a for a in map(_skill, [CHOP_LOG, CRAFT_PLANKS, CRAFT_STICKS, CRAFT_TABLE,

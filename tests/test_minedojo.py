@@ -244,6 +244,7 @@ def test_the_reference_backend_plans_minedojo_and_its_skills_pass_the_dry_run(fa
     doc = api_doc(minedojo_env.MineDojoAPI)
     plan = SlowAgent(None).plan(env.get_task(task), doc)
     assert {s.name for s in plan.code_subactions} <= set(minedojo_skills.SKILLS) and plan.code_subactions
+    assert all("\n" not in s.spec for s in plan.subactions)  # one paragraph each, as the prompts list them
     fast = FastAgent(None, dry_run_task=task)
     for sub in plan.code_subactions:
         action = fast.write(sub, doc)
