@@ -10,9 +10,9 @@ their texts from here. Map of every message: prompts/__init__.py.
 CALL_RULES = """How a code action runs: the RL agent chooses it like one of its base actions, and each call \
 is one of the agent's decisions however many environment steps it takes. A call ends when the function \
 returns, when it has taken {budget} environment steps (the call is stopped and counts as failed: \
-"stopped: step_budget"; api.steps_left() counts down, and every step of every call, go_to's included, \
-draws on it) or when the episode ends (stopped, not a failure). A call succeeds when it returns True or the \
-task is solved during it. A call that returns without True before taking any step costs the RL agent's \
+"stopped: step_budget"; api.steps_left() counts down, and every environment step the call takes, through \
+any api call, draws on it) or when the episode ends (stopped, not a failure). A call succeeds when it returns \
+True or the task is solved during it. A call that returns without True before taking any step costs the RL agent's \
 decision but no step: the agent decides again in the same state, and that code action may not start again \
 until a step is taken (where there is no RL agent and one routine is called on every decision, such a call is \
 charged one noop step instead, so that time moves on). Under a plan with "follow_order", one that returns \

@@ -37,8 +37,9 @@ from reference.whole_task import program
 
 CHOP_LOG = '''
 def chop_log(api):
-    """Hold attack on the block in the crosshair until something drops, at most 80 steps (a log takes
-    dozens bare-handed); True if it was a log. Facing a tree trunk first is the caller's part."""
+    """Hold attack on the block in the crosshair until something drops, for at most 80 steps and no more than
+    the call's steps left (a log takes dozens bare-handed); True if it was a log. Facing a tree trunk first is
+    the caller's part."""
     before = api.inventory().get("log", 0)
     for step in range(min(80, api.steps_left())):
         if api.attack():
