@@ -26,12 +26,14 @@ The planner: slow_agent.SlowAgent.plan
       MIN_EPISODES and crafter_env.SUBTASK_REWARD), SUBTASKS_TEST (a long chain towards a test that is not
       one achievement), SUBTASKS_SHORT or SUBTASKS_MINEDOJO;
     - "initiation": INITIATION_VIEW (a game with a view) or INITIATION_INVENTORY, its schema INITIATION_SCHEMA
-      (the critic's "initiations" too); the number of
-      sub-actions and the shaping bounds: core.MAX_SUBACTIONS, core.SHAPING_RANGE;
+      or INITIATION_SCHEMA_NO_VIEW (the critic's "initiations" too), and the examples of conditions and of an
+      observable success test, EXAMPLES_VIEW or EXAMPLES_INVENTORY and OBSERVABLE_VIEW or OBSERVABLE_INVENTORY;
+      the number of sub-actions and the shaping bounds: core.MAX_SUBACTIONS, core.SHAPING_RANGE;
     - LIBRARY_NOTE, with a skill library: its lines (skill_library.SkillLibrary.catalogue, set by train.py);
     - REPLAN_PROMPT, from iteration 2 on: the previous plan with the critic's moves applied, as
       slow_agent._plan_text shows it (MOVED_NOTE for a moved sub-action), and the critic's Feedback as JSON.
-    Reply schema: PLAN_SCHEMA, by plan_schema ("reuse" only with a skill library).
+    Reply schema: PLAN_SCHEMA, by plan_schema ("reuse" only with a skill library, an initiation's view
+    tests only where the game's API has a view).
 
 The code writer: fast_agent.FastAgent.write
     system WRITE_SYSTEM and user WRITE_PROMPT, filled in FastAgent.write, which includes:
@@ -60,11 +62,12 @@ The critic: slow_agent.SlowAgent.critique
       REWARD_TASK or REWARD_GAME;
     - one line per code sub-action (CODE_ACTION_LINE, CODE_ROUTINE_LINE under --mode code, ORIGIN,
       NOT_WRITTEN_LINE, LEFT_TO_RL_LINE), the code serving it found by critic.active_code, with how its calls
-      ended (common.CALL_ENDS, call_ends_text);
+      ended (common.CALL_ENDS, call_ends_text); under follow_order, ORDER_LINE (stats' "order": how often the
+      RL agent chose the code action the order named, counted in ppo.py);
     - VARIANTS_MENU, where hand-written code is allowed: skills.variants of each code action, described by
       their docstrings; FRAMES_NOTE, with --vision, for the attached frames.
     Reply schema: FEEDBACK_SCHEMA, by feedback_schema ("variants" only where offered, the RL moves only
-    where RL runs).
+    where RL runs, an initiation's view tests only where the game's API has a view).
 
 Repairs
     - A structured reply (planner, critic) that is unusable is refused by llm.LLMClient with common.NOT_JSON,
