@@ -12,6 +12,7 @@ error, over the iteration's episodes finished so far, for the progress bar).
 
     python evidence.py runs/<run_dir>              # these numbers for each iteration of a finished Crafter run
     python evidence.py runs/<run_dir> --parts 3    # the score (or success) over each third of its env steps
+    python evidence.py runs/<a> --parts 5 --against runs/<b>   # ... and b's on the same worlds, paired
 """
 
 from __future__ import annotations
@@ -191,16 +192,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parts", type=int, default=0, help="instead of each iteration's numbers: the Crafter "
                         "score (on crafter) or the training success over each of this many equal stretches of the "
                         "env steps the finished training episodes took")
+    parser.add_argument("--against", type=Path, help="with --parts: another run of the same task and seed; each "
+                        "stretch also scores both runs on the worlds both played (paired: a difference is the "
+                        "players')")
     args = parser.parse_args(argv)
-    if not (args.run_dir / "config.json").is_file():
-        parser.error(f"{args.run_dir}: no config.json there (not a run directory?)")
-    if args.parts < 0:
-        parser.error(f"--parts must be >= 1 (0: per iteration), not {args.parts}")
+    for run in [args.run_dir] + ([args.against] if args.against else []):
+        if not (run / "config.json").is_file():
+            parser.error(f"{run}: no config.json there (not a run directory?)")
+    if args.parts < 0 or (args.against and not args.parts):
+        parser.error(f"--parts must be >= 1 (0: per iteration; --against needs it), not {args.parts}")
     task = json.loads((args.run_dir / "config.json").read_text())["args"]["task"]
     rows = report.read_jsonl(args.run_dir / "stats.jsonl")
     if args.parts:
         unfinished = sum(r["length"] for r in report.read_jsonl(args.run_dir / "unfinished.jsonl"))
-        print_shares(task, rows, args.parts, unfinished)
+        against = report.read_jsonl(args.against / "stats.jsonl") if args.against else None
+        print_shares(task, rows, args.parts, unfinished, against)
         return 0
     for iteration in sorted({r["iteration"] for r in rows}):
         its = [r for r in rows if r["iteration"] == iteration]
@@ -209,21 +215,41 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def print_shares(task_name: str, rows: list[dict], parts: int, unfinished: int = 0) -> None:
+def matched(rows: list[dict], other: list[dict]) -> list[tuple[dict, dict]]:
+    """Each of `rows` whose world (the row's world `seed`) an episode of `other` also played, with that episode (the
+    last, where two share a world): two runs of one seed play largely the same worlds (crafter_env.world_seed), so
+    a difference over these pairs is the players', not the worlds'."""
+    by_world = {r.get("seed"): r for r in other}
+    return [(r, by_world[r["seed"]]) for r in rows if r.get("seed") is not None and r["seed"] in by_world]
+
+
+def print_shares(task_name: str, rows: list[dict], parts: int, unfinished: int = 0,
+                 against: list[dict] | None = None) -> None:
     """One line per stretch of `shares`: its env steps, its score or success, its n (and the whole run's);
-    `unfinished`: the env steps of the episodes the run left unfinished, in no stretch."""
+    `unfinished`: the env steps of the episodes the run left unfinished, in no stretch; `against`: another run's
+    rows, scored with this one's over the worlds both played (`matched`)."""
     total = placed(rows)[-1] if rows else 0
     print(f"{len(rows)} finished training episodes, {total} env steps (of the run's {total + unfinished}; the "
           f"other {unfinished} are in episodes unfinished at its end), in {parts} stretches of equal env steps:")
-    for k, its in enumerate(shares(rows, parts) + [rows]):
-        where = "whole run" if k == parts else f"env steps {total * k // parts}-{total * (k + 1) // parts}"
+
+    def measure(its: list[dict]) -> tuple[str, float | None]:
         if no_goal(task_name):
             s = crafter_score(its)
-            measure = f"Crafter score {s['score']:.2f} +- {s['se']:.2f}" if s else "Crafter score: none"
-        else:
-            ok = [row_success(get_task(task_name), r) for r in its]
-            measure = f"training success {np.mean(ok):.3f}" if ok else "training success: none"
-        print(f"  {where}: {measure} (n={len(its)} episodes)")
+            return (f"Crafter score {s['score']:.2f} +- {s['se']:.2f}", s["score"]) if s else ("Crafter score: none",
+                                                                                                 None)
+        ok = [row_success(get_task(task_name), r) for r in its]
+        return (f"training success {np.mean(ok):.3f}", float(np.mean(ok))) if ok else ("training success: none",
+                                                                                         None)
+
+    for k, its in enumerate(shares(rows, parts) + [rows]):
+        where = "whole run" if k == parts else f"env steps {total * k // parts}-{total * (k + 1) // parts}"
+        line = f"  {where}: {measure(its)[0]} (n={len(its)} episodes)"
+        if against is not None:
+            pairs = matched(its, against)
+            (mine, a), (theirs, b) = measure([x for x, _ in pairs]), measure([y for _, y in pairs])
+            line += (f"; on the {len(pairs)} worlds both runs played: {mine} against {theirs}"
+                     + (f", difference {a - b:+.2f}" if a is not None and b is not None else ""))
+        print(line)
 
 
 if __name__ == "__main__":

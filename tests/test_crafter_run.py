@@ -94,6 +94,27 @@ def test_python_evidence_parts_prints_each_stretchs_score_and_n_and_the_whole_ru
         f"{run_steps - finished} are in episodes unfinished at its end)" in shown
 
 
+def test_against_pairs_two_runs_on_the_worlds_both_played(crafter_run, tmp_path, capsys):
+    """--against: each stretch scores both runs over the episodes whose world both played, and their difference."""
+    d, _ = crafter_run
+    rows = report.read_jsonl(d / "stats.jsonl")
+    other = tmp_path / "other"  # a run that played the first half of these worlds and unlocked nothing in them
+    other.mkdir()
+    (other / "config.json").write_text((d / "config.json").read_text())
+    nothing = [{**r, **{f"achievement_{a}": 0 for a in ACHIEVEMENTS}} for r in rows[:len(rows) // 2]]
+    (other / "stats.jsonl").write_text("".join(json.dumps(r) + "\n" for r in nothing + [dict(rows[0], seed=-5)]))
+    assert [a["seed"] for a, _ in evidence.matched(rows, report.read_jsonl(other / "stats.jsonl"))] == \
+        [r["seed"] for r in rows[:len(rows) // 2]]
+    assert evidence.main([str(d), "--parts", "1", "--against", str(other)]) == 0
+    mine, zero = crafter_score(rows[:len(rows) // 2]), crafter_score(nothing)
+    shown = capsys.readouterr().out
+    assert f"on the {len(nothing)} worlds both runs played: Crafter score {mine['score']:.2f} +- {mine['se']:.2f} " \
+        f"against Crafter score 0.00 +- 0.00, difference {mine['score']:+.2f}" in shown
+    assert mine["score"] > zero["score"] == 0.0
+    with pytest.raises(SystemExit):  # --against needs --parts
+        evidence.main([str(d), "--against", str(other)])
+
+
 def test_stats_json_holds_the_evaluation_episodes_own_mean_length(crafter_run):
     d, _ = crafter_run
     for iteration in (1, 2):
