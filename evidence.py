@@ -232,12 +232,14 @@ def print_shares(task_name: str, rows: list[dict], parts: int, unfinished: int =
     print(f"{len(rows)} finished training episodes, {total} env steps (of the run's {total + unfinished}; the "
           f"other {unfinished} are in episodes unfinished at its end), in {parts} stretches of equal env steps:")
 
+    task = get_task(task_name)
+
     def measure(its: list[dict]) -> tuple[str, float | None]:
         if no_goal(task_name):
             s = crafter_score(its)
             return (f"Crafter score {s['score']:.2f} +- {s['se']:.2f}", s["score"]) if s else ("Crafter score: none",
                                                                                                  None)
-        ok = [row_success(get_task(task_name), r) for r in its]
+        ok = [row_success(task, r) for r in its]
         return (f"training success {np.mean(ok):.3f}", float(np.mean(ok))) if ok else ("training success: none",
                                                                                          None)
 

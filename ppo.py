@@ -383,11 +383,13 @@ class PPO:
         y_pred, y_true = b_values.cpu().numpy(), b_returns.cpu().numpy()
         var_y = np.var(y_true)
         explained_var = float("nan") if var_y == 0 else float(1 - np.var(y_true - y_pred) / var_y)
-        named = b.teacher >= 0  # the decisions where the plan's order names a code action that may start
-        taught = {"losses/teacher_loss": teacher_loss.item(), "charts/teacher_coef": teach,  # and how often the
-                  "charts/order_named": distributed.sum_over_ranks(int(named.sum())),  # policy chose it, all ranks
-                  "charts/order_followed": distributed.sum_over_ranks(int((named & (b_actions == b.teacher)).sum()))} \
-            if self.teach is not None else {}
+        taught = {}
+        if self.teach is not None:  # the decisions where the order names a code action, and how often the policy
+            named = b.teacher >= 0  # chose it (summed over the ranks)
+            followed = named & (b_actions == b.teacher)
+            taught = {"losses/teacher_loss": teacher_loss.item(), "charts/teacher_coef": teach,
+                      "charts/order_named": distributed.sum_over_ranks(int(named.sum())),
+                      "charts/order_followed": distributed.sum_over_ranks(int(followed.sum()))}
         return {"losses/policy_loss": pg_loss.item(), "losses/value_loss": v_loss.item(),
                 "losses/entropy": entropy_loss.item(), "losses/old_approx_kl": old_approx_kl.item(),
                 "losses/approx_kl": approx_kl.item(), "losses/clipfrac": torch.stack(clipfracs).mean().item(),
