@@ -138,7 +138,7 @@ SATURATED = 0.9
 
 def keep_change(previous: dict, current: dict) -> tuple[bool, str]:
     """Keep this iteration's change unless it made things worse than the iteration before it. Each side is
-    an iteration's history row (run_dir.record_iteration: train_success, train_episodes, episode_lengths,
+    an iteration's history row (iteration_record.record_iteration: train_success, train_episodes, episode_lengths,
     score), all over that iteration's own training episodes. The first rule that applies decides, and the
     reason names it:
     - Crafter-score rule, for a task with no single goal (`crafter`, where success is always 0): worse if

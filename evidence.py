@@ -173,7 +173,7 @@ def iteration_evidence(task_name: str, episodes: list[tuple[int, bool]], rows: l
 def critic_stats(args, num_steps: int, iteration: int, steps: tuple[int, int], tally, ev: dict,
                  rows: list[dict]) -> dict:
     """What the critic reads after iteration `iteration` (1-based), written to iter_k/stats.json: the training
-    episodes that finished in it (`tally`, run_dir.IterationTally, and their Crafter `rows`), between env
+    episodes that finished in it (`tally`, iteration_record.IterationTally, and their Crafter `rows`), between env
     steps `steps` (first, last), and the evaluation episodes `ev` apart, each with its n."""
     success, n = tally.train_success()
     return {"task": args.task, "mode": args.mode, "iteration": iteration, "env_steps": steps[1],

@@ -50,15 +50,15 @@ class LoopState:
     iteration: int = 0  # iterations finished (train.main)
     phase: str = "plan"  # "plan": the agents' phase comes next; "train": it is done, RL comes next
     plan: dict | None = None  # the plan in force, as the slow agent's JSON (train.agents_phase)
-    feedback: dict | None = None  # the critic's last feedback, for the next plan (run_dir.record_feedback)
-    history: list[dict] = field(default_factory=list)  # one row per finished iteration (run_dir.record_iteration)
+    feedback: dict | None = None  # the critic's last feedback, for the next plan (iteration_record.record_feedback)
+    history: list[dict] = field(default_factory=list)  # a row per finished iteration (iteration_record.py)
     curriculum: dict | None = None  # the planner's chain of sub-tasks being trained (curriculum.Curriculum)
     reused: list[str] = field(default_factory=list)  # sub-actions whose code came from the skill library
     # A change the critic made, as it was before (plan, code actions in use): set by the agents' phase, read
     # once by critic.rollback_if_worse after the next iteration
     before_change: dict | None = None
     rolled_back: bool = False  # the last change was rolled back: the next plan phase re-trains the old plan
-    progress: dict | None = None  # mid-iteration counts at a checkpoint (run_dir.IterationTally.checkpoint)
+    progress: dict | None = None  # mid-iteration counts at a checkpoint (iteration_record.IterationTally.checkpoint)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -41,6 +41,7 @@ import curriculum
 import distributed
 import env
 import evidence
+import iteration_record
 import report
 import run_dir
 from code_actions import ActionSet, evaluate, grow_actions, reuse_skill, run_program, whole_task_subaction
@@ -51,7 +52,7 @@ from llm import LLMError
 from policy import Agent, identity
 from ppo import PPO, PPOConfig, seed_everything
 from reference import minedojo_skills, skills, whole_task
-from run_dir import IterationTally, save  # save by name: tests patch train.save to stop a run mid-iteration
+from run_dir import save  # save by name: tests patch train.save to stop a run mid-iteration
 from run_state import LoopState, Run
 from show_prompt import show_prompts
 from slow_agent import AgentError, SlowAgent
@@ -151,7 +152,7 @@ def agents_phase(args: Args, run: Run, slow: SlowAgent, fast: FastAgent, action_
             tqdm.write(f"[iter {it + 1}] planning failed ({e}); carrying on with the last good plan")
             plan = previous
         finally:
-            run_dir.log_rejections(it, "plan", slow)
+            iteration_record.log_rejections(it, "plan", slow)
     subs = [] if args.mode == Mode.RL_CONFIG else plan.code_subactions  # rl+config: the plan's RL config only
     state.plan = plan.to_dict()
     (it_dir / "plan.json").write_text(json.dumps(state.plan, indent=2))
@@ -178,8 +179,8 @@ def agents_phase(args: Args, run: Run, slow: SlowAgent, fast: FastAgent, action_
             examples = run.skill_library.related(f"{args.task} {sub.name} {sub.spec}") if run.skill_library else None
             current = action_set.current(sub.name)
             action = fast.write(sub, doc, feedback=fix, examples=examples, current=current,
-                                stats=run_dir.last_code_stats(run, it).get(current.name) if current else None)
-            run_dir.record_attempts(fast.last_attempts, it_dir, sub.name, it + 1)
+                                stats=iteration_record.last_code_stats(run, it).get(current.name) if current else None)
+            iteration_record.record_attempts(fast.last_attempts, it_dir, sub.name, it + 1)
         if action is None:
             saved = f" (attempts in {it_dir / 'attempts'})" if (it_dir / "attempts").is_dir() else ""
             tqdm.write(f"[iter {it + 1}] no working code for {sub.name!r}: it is left to RL{saved}")
@@ -218,8 +219,8 @@ def train_iteration(args: Args, run: Run, ppo: PPO, action_set: ActionSet, state
         if args.mode == Mode.CODE and "solve_task" in action_set.active else None
     start, target = args.total_steps * it // args.iterations, args.total_steps * (it + 1) // args.iterations
     progress, state.progress = state.progress, None
-    tally = IterationTally(run, action_set, progress, total=target - start,
-                           initial=min(target, ppo.global_step) - start, desc=f"iter {it + 1}/{args.iterations}")
+    tally = iteration_record.IterationTally(run, action_set, progress, total=target - start,
+                                            initial=min(target, ppo.global_step) - start)
     stats = tally.stats
 
     def on_step(actions, infos) -> None:
@@ -243,21 +244,20 @@ def train_iteration(args: Args, run: Run, ppo: PPO, action_set: ActionSet, state
         if ppo.global_step >= target or (args.mode == Mode.CODE and program is None):
             pass  # done already, or no program was accepted: nothing runs, no step counts
         elif args.mode == Mode.CODE:
-            run_program(run, ppo, program, target - ppo.global_step, stats, tally.bar.update, tally.on_log,
-                        on_update)
+            run_program(run, ppo, program, target - ppo.global_step, stats, tally.bar.update, tally.on_log, on_update)
         else:
             ppo.train(envs, target - ppo.global_step, action_mask=mask, on_log=tally.on_log, on_step=on_step,
                       progress=tally.bar.update, on_update=on_update)
     stats.gather()
     if run.rank:  # evaluation, the critic and the run directory are rank 0's
         return
-    run_dir.record_skills(run, action_set, stats, args.task, it + 1)
+    iteration_record.record_skills(run, action_set, stats, args.task, it + 1)
     mask = configure() if cu is not None else mask  # the mask of the last sub-task trained
     ev = evaluate(ppo.agent, args, action_set, mask, it, ppo.cfg.gamma, program, envs.get_attr("follow_order")[0])
     critic_stats = evidence.critic_stats(args, ppo.cfg.num_steps, it + 1, (start, ppo.global_step), tally, ev,
-                                         run_dir.episode_rows(run, it + 1))
-    run_dir.record_iteration(run, state, critic_stats, ev, stats, action_set,
-                             curriculum.plan_rl_config(args.mode, state), ppo.agent.n_actions, t0)
+                                         iteration_record.episode_rows(run, it + 1))
+    iteration_record.record_iteration(run, state, critic_stats, ev, stats, action_set,
+                                      curriculum.plan_rl_config(args.mode, state), ppo.agent.n_actions, t0)
     if why := rollback_if_worse(state, action_set):  # the critic's last change, measured
         tqdm.write(f"[iter {it + 1}] the critic's change: {why}")
     if args.mode == Mode.RL or it + 1 == args.iterations or state.rolled_back:
@@ -271,8 +271,8 @@ def train_iteration(args: Args, run: Run, ppo: PPO, action_set: ActionSet, state
         tqdm.write(f"[iter {it + 1}] the critic failed ({e}); the next plan goes without feedback")
         return
     finally:
-        run_dir.log_rejections(it, "critic", run.slow)
-    run_dir.record_feedback(run, state, it + 1, feedback)
+        iteration_record.log_rejections(it, "critic", run.slow)
+    iteration_record.record_feedback(run, state, it + 1, feedback)
 
 
 def main(argv: list[str] | None = None) -> int:
