@@ -107,7 +107,8 @@ def resumed_args(args, cfg: ppo.PPOConfig, argv: list[str] | None,
     changed = {n: now[n] for n in sorted(given & RESUMABLE - {"resume"}) if now[n] != old.get(n)}
     if changed:
         print("resuming with " + ", ".join(f"{flag(n)} {v} (was {old.get(n)})" for n, v in changed.items()))
-    return Args(**{**saved["args"], **changed, "resume": args.resume}), ppo.PPOConfig(**saved["ppo"])
+    saved_ppo = {"teacher_min": 0.0, **saved["ppo"]}  # a run saved before teacher_min existed taught with no floor
+    return Args(**{**saved["args"], **changed, "resume": args.resume}), ppo.PPOConfig(**saved_ppo)
 
 
 # PPOConfig's settings and the values each may take (target_kl may also be None: no early stop)
@@ -116,7 +117,8 @@ RANGES = {"positive": lambda v: v > 0, "0 or more": lambda v: v >= 0, "in (0, 1]
 PPO_RANGES = {"num_steps": "positive", "num_minibatches": "positive", "update_epochs": "positive",
               "learning_rate": "positive", "gamma": "in (0, 1]", "gae_lambda": "in [0, 1]", "clip_coef": "positive",
               "ent_coef": "0 or more", "vf_coef": "positive", "max_grad_norm": "positive", "target_kl": "positive",
-              "teacher_coef": "0 or more", "teacher_frac": "0 or more", "new_action_prior": "a probability in (0, 1)"}
+              "teacher_coef": "0 or more", "teacher_frac": "0 or more", "teacher_min": "0 or more",
+              "new_action_prior": "a probability in (0, 1)"}
 
 
 def validate(args, cfg: ppo.PPOConfig, parser: argparse.ArgumentParser) -> None:

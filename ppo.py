@@ -73,9 +73,11 @@ class PPOConfig:
     teacher_coef: float = 1.0
     """under a plan with "follow_order": weight of the cross-entropy towards the first code action of the plan's
     order that may start (kickstarting, Schmitt et al. 2018), added to the PPO loss"""
-    teacher_frac: float = 1.0
-    """that weight falls linearly to 0 over this fraction of the run's total_steps (RL alone after that, if < 1);
-    on crafter at 1M, 0.25 let the score fall from 52 to 45 once the teacher was gone (docs/results.md)"""
+    teacher_frac: float = 0.2
+    """that weight falls linearly as if to reach 0 at this fraction of the run's total_steps, held at teacher_min"""
+    teacher_min: float = 0.2
+    """the weight's floor: the order is learnt at the full weight, then RL may leave it where that pays while the
+    teacher still holds it (on crafter at 1M, better than falling to 0 early or late: docs/results.md)"""
     new_action_prior: float = 0.05
     """probability each newly added (code) action starts with, so PPO tries it at all (n at once: at most 1/(n+1))"""
     precision: str = "auto"
@@ -203,11 +205,13 @@ class PPO:
         return max(0.0, 1.0 - self.global_step / self.total_steps)
 
     def _teach_weight(self) -> float:
-        """The teacher's weight now: teacher_coef, falling linearly to 0 at teacher_frac of total_steps; 0 without
-        a plan order to follow (or without total_steps)."""
-        if self.teach is None or not self.total_steps or self.cfg.teacher_frac <= 0:
+        """The teacher's weight now: teacher_coef, falling linearly towards 0 at teacher_frac of total_steps but held
+        at teacher_min from there (teacher_coef if lower: 0 teaches nothing); 0 without a plan order to follow (or
+        without total_steps)."""
+        if self.teach is None or not self.total_steps:
             return 0.0
-        return self.cfg.teacher_coef * max(0.0, 1.0 - self.global_step / (self.cfg.teacher_frac * self.total_steps))
+        left = 1.0 - self.global_step / (self.cfg.teacher_frac * self.total_steps) if self.cfg.teacher_frac > 0 else 0
+        return max(min(self.cfg.teacher_min, self.cfg.teacher_coef), self.cfg.teacher_coef * max(0.0, left))
 
     # ---- main loop: rollout -> advantages (GAE) -> update ---------------------------------
     def train(self, envs: gym.vector.VectorEnv, steps: int, *, action_mask: np.ndarray | None = None,

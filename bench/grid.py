@@ -50,22 +50,23 @@ VERSION_NOTES = {"rl+config": "the critic reads episode ends",
 # see; e.g. a change to reference/crafter_program.py, run by `--mode code --task crafter` (and, taken apart, by the
 # rlgpt crafter plan's parts) alone, bumps ("code", "crafter") and the crafter cells of "rlgpt" and "rlgpt-1iter"
 # here, not "code" and "rlgpt", whose other cells did not change.
-TASK_VERSION: dict[tuple[str, str], int] = {("code", "crafter"): 3, ("rlgpt", "crafter"): 9,
-                                             ("rlgpt-1iter", "crafter"): 9}
+TASK_VERSION: dict[tuple[str, str], int] = {("code", "crafter"): 3, ("rlgpt", "crafter"): 10,
+                                             ("rlgpt-1iter", "crafter"): 10}
 TASK_VERSION_NOTES: dict[tuple[str, str], str] = {  # what changed, as the results page says it
     ("code", "crafter"): "reference/crafter_program.py places the furnace beside the table, where the iron tools "
                          "can be made (v2: a step away from the table could leave the furnace 3 cells from it, out "
                          "of use; v2 began the early naps, so wake_up is unlocked)",
-    ("rlgpt", "crafter"): "the plan takes the whole-game routine apart: 15 of its behaviours as code actions, each "
-                          "with an initiation, RL choosing among them and the base actions, and asks RL to follow "
-                          "its order (follow_order: PPO is taught the first part that can act, more weakly as the "
-                          "run goes on; a part that refuses at once costs no step, and one that fails after steps "
-                          "may not start at the next decision, so the order goes on to its next part as the routine "
-                          "goes on to its next behaviour); each part starts with the routine's own test for its place "
-                          "in that order, and places the furnace beside the table as the routine's v3 does (v8: "
-                          "as its v2 did; v7: a part that failed after steps could be called again at once, so the "
-                          "order retried failed placings in a loop; v6: no order taught, looser parts; v4-v5: the "
-                          "routine as one code action)",
+    ("rlgpt", "crafter"): "the plan takes the whole-game routine apart: 15 of its behaviours as code actions, each with"
+                          " an initiation, RL choosing among them and the base actions, and asks RL to follow its order"
+                          " (follow_order: PPO is taught the first part that can act, the teacher's weight falling "
+                          "linearly from 1 to a floor of 0.2, reached at 16% of the run; a part that refuses at once "
+                          "costs no step, and one that fails after steps may not start at the next decision, so the "
+                          "order goes on to its next part as the routine goes on to its next behaviour); each part "
+                          "starts with the routine's own test for its place in that order, and places the furnace "
+                          "beside the table as the routine's v3 does (v9: the teacher's weight fell to 0 over the whole"
+                          " run; v8: the furnace placed as the routine's v2 did; v7: a part that failed after steps "
+                          "could be called again at once, so the order retried failed placings in a loop; v6: no order "
+                          "taught, looser parts; v4-v5: the routine as one code action)",
     ("rlgpt-1iter", "crafter"): "rlgpt's control"}
 MODES = ("rl", "rl+config", "code", "rlgpt")
 SLOWLOOP_MODES = ("rlgpt", "rlgpt-1iter")

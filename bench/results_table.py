@@ -54,8 +54,8 @@ PUBLISHED = [("random", "-", 1.6), ("SB3 PPO", "1M", 4.6), ("DreamerV3", "1M", 1
 CRAFTER_PLANS = ("On crafter, `code` is the whole-game routine (reference/crafter_program.py, one code action called "
                  "on every decision) and `rlgpt` is that routine taken apart: 15 of its behaviours as code actions, "
                  "each with an initiation, and PPO choosing among them and its base actions, taught the "
-                 "parts' order by a loss that fades to 0 over the run (reference/crafter_parts.py; the plan's "
-                 "follow_order).")
+                 "parts' order by a loss whose weight falls linearly from 1 to 0.2 by 16% of the run and stays "
+                 "there (reference/crafter_parts.py; the plan's follow_order).")
 MARKERS = ("<!-- results:start -->", "<!-- results:end -->")  # the results page's generated section
 HEADLINE = ("<!-- headline:start -->", "<!-- headline:end -->")  # the README's small table
 GENERATED = "<!-- written by `python -m bench.ablation --table` from bench/results/; not by hand -->"

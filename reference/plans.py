@@ -50,7 +50,7 @@ PART_REASON = ("Once what it needs is in view this is a fixed procedure over the
 CHOICE_REASON = ("Which behaviour pays most now depends on the world, the meters and the enemies around, seen in "
                  "the image: a trade-off learned from Crafter's reward, which no fixed order of priorities gets "
                  "right everywhere; so RL chooses. The code sub-actions are listed most urgent first and the plan "
-                 "asks RL to follow that order (follow_order: taught less and less as training goes on), so it "
+                 "asks RL to follow that order (follow_order: taught fully while it is learnt, then lightly), so it "
                  "begins from a sensible order and learns where to leave it. No curriculum and no shaping: "
                  "Crafter's own reward counts every achievement.")
 RL_REASON = ("Where things are differs in every world and only shows in the image as the agent moves, and "

@@ -97,7 +97,8 @@ def test_a_plan_order_teaches_the_first_code_action_that_may_start_and_the_lesso
         seed_everything(3)
         agent = Agent(envs.single_observation_space, 5)
         logs = []
-        cfg = PPOConfig(num_steps=16, teacher_coef=2.0 if teach else 0.0, teacher_frac=0.5, learning_rate=1e-3)
+        cfg = PPOConfig(num_steps=16, teacher_coef=2.0 if teach else 0.0, teacher_frac=0.5, teacher_min=0.0,
+                        learning_rate=1e-3)
         PPO(agent, cfg, total_steps=3000).train(envs, 3000, on_log=lambda m, step: logs.append((step, m)))
         obs = torch.tensor([[0.0, 0.0, 0.5], [1 / 3, 0.0, 0.5]])  # an even and an odd decision
         mask = torch.tensor([[True] * 5, [True] * 4 + [False]])
@@ -117,3 +118,20 @@ def test_a_plan_order_teaches_the_first_code_action_that_may_start_and_the_lesso
     p, logs = probs(gym.vector.SyncVectorEnv([OrderedToyEnv for _ in range(2)], autoreset_mode=SAME_STEP), False)
     assert p[0, 4] < 0.5 and p[1, 3] < 0.5, p
     assert np.mean([share(m) for _, m in logs[-5:]]) < 0.5  # untaught, the policy does not keep to it
+
+
+def test_the_teachers_weight_fades_linearly_to_its_floor():
+    """teacher_coef at the start, falling linearly as if to 0 at teacher_frac of the run, never below teacher_min
+    (nor teacher_coef: 0 teaches nothing); no weight at all without a plan order to follow."""
+    agent = Agent(gym.spaces.Box(0, 1, (3,)), 5)
+    weights = lambda cfg, order: [_weight_at(PPO(agent, cfg, total_steps=1000), order, step) for step in (0, 100, 500)]
+    assert weights(PPOConfig(teacher_frac=0.2, teacher_min=0.0), [0]) == pytest.approx([1.0, 0.5, 0.0])
+    assert weights(PPOConfig(), [0]) == pytest.approx([1.0, 0.5, 0.2])  # the defaults
+    assert weights(PPOConfig(teacher_coef=0.3, teacher_frac=0, teacher_min=0.1), [0]) == pytest.approx([0.1] * 3)
+    assert weights(PPOConfig(teacher_coef=0.0, teacher_min=0.2), [0]) == [0.0] * 3
+    assert weights(PPOConfig(teacher_min=0.2), None) == [0.0] * 3
+
+
+def _weight_at(ppo: PPO, order: list[int] | None, step: int) -> float:
+    ppo.teach, ppo.global_step = None if order is None else torch.as_tensor(order), step
+    return ppo._teach_weight()

@@ -390,6 +390,9 @@ def test_resume_refuses_an_old_config_and_a_bigger_budget_for_a_finished_run(tmp
     args, cfg = cli.resumed_args(args, cfg, argv, parser)  # a run made when the reference backend was spelt "library"
     cli.validate(args, cfg, parser)
     assert args.llm == "reference"
+    before_floor = {k: v for k, v in saved["ppo"].items() if k != "teacher_min"}  # its teacher fell to 0
+    (d / "config.json").write_text(json.dumps({**saved, "ppo": before_floor}))
+    assert cli.resumed_args(args, cfg, argv, parser)[1].teacher_min == 0.0 < train.PPOConfig().teacher_min
     saved["ppo"]["seed"] = 1  # a config.json of an older train.py (PPOConfig had a seed then)
     (d / "config.json").write_text(json.dumps(saved))
     args, cfg, parser = train.parse_args(["--resume", str(d)])
