@@ -44,7 +44,8 @@ def target_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
     """Each target beside its measurement (mean over the seeds run) and, for a missed one, what its runs'
     own logs say: the curve's best point against its last, and the last iteration's weakest code actions."""
     lines = ["**Targets** (the results issue's aims, not claims): met when the mean over the seeds run reaches "
-             "the aim.", "", "| task, mode | measure | aim | measured | status |", "|---|---|---|---|---|"]
+             "the aim; a row setting two arms against each other takes the seeds both have run.", "",
+             "| task, mode | measure | aim | measured | status |", "|---|---|---|---|---|"]
     evidence = []
     for task, mode, what, aim in TARGETS:
         ran = [(c, current[c]) for c in cells if (c.task, c.mode) == (task, mode) and c in current]
@@ -69,26 +70,37 @@ def target_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
 
 
 def comparison_lines(current: dict[Cell, dict], cells: list[Cell]) -> list[str]:
-    """The target rows of RL-GPT against its ablations (COMPARISONS, KEPT), from the seeds run of each arm."""
-    def runs(task: str, mode: str) -> list[dict]:  # the result files of the seeds run
-        return [current[c] for c in cells if (c.task, c.mode) == (task, mode) and c in current]
+    """The target rows of RL-GPT against its ablations (COMPARISONS, KEPT): each pair of arms over the seeds both
+    have run, so a comparison never sets one seed of an arm against three of the other."""
+    def runs(task: str, mode: str, seeds: set[int] | None = None) -> list[dict]:  # the result files of the seeds run
+        return [current[c] for c in cells if (c.task, c.mode) == (task, mode) and c in current
+                and (seeds is None or c.seed in seeds)]
 
-    def mean(task: str, mode: str, what: str = "train") -> float | None:  # over the seeds run
-        known = [v for r in runs(task, mode) if (v := measured(r, what)) is not None]
+    def mean(task: str, mode: str, what: str = "train", seeds: set[int] | None = None) -> float | None:
+        known = [v for r in runs(task, mode, seeds) if (v := measured(r, what)) is not None]
         return float(np.mean(known)) if known else None
+
+    def paired(task: str, other: str, what: str = "train") -> tuple[float | None, float | None, str]:
+        """rlgpt's and `other`'s means over the seeds both ran, and the text shown for them."""
+        seeds = [{c.seed for c in cells if (c.task, c.mode) == (task, m) and c in current} for m in ("rlgpt", other)]
+        planned = len({c.seed for c in cells if c.task == task and c.mode in ("rlgpt", other)})
+        both = seeds[0] & seeds[1]
+        a, b = mean(task, "rlgpt", what, both), mean(task, other, what, both)
+        shown = "—" if a is None or b is None else f"{a:.2f} vs {b:.2f}" + (
+            f" ({len(both)} of {planned} seeds run by both)" if len(both) < planned else "")
+        return a, b, shown
 
     rows = []
     for task in [t for t in BUDGETS if t != "crafter"]:
         for other, margin in COMPARISONS:
-            a, b = mean(task, "rlgpt"), mean(task, other)
+            a, b, got = paired(task, other)
             aim = f">= {other}" + (f" {margin:+g}" if margin else "")
-            got, ok = ("—", None) if a is None or b is None else (f"{a:.2f} vs {b:.2f}", a >= b + margin - 1e-9)
+            ok = None if a is None or b is None else a >= b + margin - 1e-9
             rows.append(f"| {task}, rlgpt | training success at the budget, against `{other}` | {aim} | {got} | "
                         f"{'not measured yet' if ok is None else 'met' if ok else 'missed'} |")
     for task, other, what, margin, strict in LONG_COMPARISONS:
-        a, b = mean(task, "rlgpt", what), mean(task, other, what)
+        a, b, got = paired(task, other, what)
         aim = (">" if strict else ">=") + f" {other}" + (f" {margin:+g}" if margin else "")
-        got = "—" if a is None or b is None else f"{a:.2f} vs {b:.2f}"
         ok = None if a is None or b is None else a > b + margin if strict else a >= b + margin - 1e-9
         label = "training success at the budget" if what == "train" else "Crafter score"
         status = "not measured yet" if ok is None else "met" if ok else "missed"

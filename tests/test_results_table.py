@@ -165,6 +165,15 @@ def test_rlgpt_is_set_against_each_ablation_and_crafter_keeps_what_rl_learns(tmp
     path.write_text(json.dumps(changed))
     assert ablation.main(["--table"]) == 0
     assert row_of(md.read_text(), "crafter, rlgpt", "Crafter score, against `rlgpt-1iter`")[0][4] == "met"
+    # two arms are compared over the seeds both ran: rlgpt's seed 2 scores low, but the control has only seed 1
+    for seed in (2, 3):
+        (results / f"{grid.Cell('crafter', 'rlgpt-1iter', seed, 1_000_000).name}.json").unlink()
+    path = results / f"{grid.Cell('crafter', 'rlgpt', 2, 1_000_000).name}.json"
+    low = json.loads(path.read_text())
+    path.write_text(json.dumps(low | {"crafter": low["crafter"] | {"score": 5.0}}))
+    assert ablation.main(["--table"]) == 0
+    assert row_of(md.read_text(), "crafter, rlgpt", "Crafter score, against `rlgpt-1iter`")[0][3:] == [
+        "20.00 vs 19.00 (1 of 3 seeds run by both)", "met"]
 
 
 def test_check_fails_while_the_readme_differs_and_passes_after_table(tmp_path, monkeypatch, capsys):
