@@ -37,9 +37,9 @@ start from (most urgent first): while it trains, the RL agent is also taught to 
 first of them whose initiation holds and that has not just returned without True (one that returns without \
 True after taking steps may not start at the very next decision, so the order goes on down the list; one that \
 returns without True before taking any step may not start until a step is taken, as under any plan); \
-the lesson weighs less as training goes on (by default it falls to a light weight within the first fifth of \
-training and stays there), so RL decides more and more where to leave the order (default false: no order is \
-taught).
+the lesson weighs less as training goes on (by default it falls to a fifth of its starting weight within the \
+first fifth of training and stays there), so RL decides more and more where to leave the order (default \
+false: no order is taught).
 A "code" sub-action's spec is all its code writer reads, with the API doc above and an example: it never \
 sees the other sub-actions, their specs or their code, so each spec must stand alone (never "as X does"). \
 Its success test must be observable through the API ({observable}), and what it asks must fit in one \
